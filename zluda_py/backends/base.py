@@ -1,0 +1,164 @@
+"""The one interface every backend implements; the driver calls only this, never asks which backend it is on.
+
+Addresses are plain ints. All sizes are bytes. Methods raise zluda_py.errors.CudaError with the CUresult
+the driver should return (e.g. CUDA_ERROR_OUT_OF_MEMORY). Streams and events are backend objects; the
+driver layers CUDA's rules (legacy default stream, per-thread stream, contexts) on top of them.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Callable
+
+
+@dataclass
+class DeviceProperties:
+    name: str
+    uuid: bytes                      # 16 bytes, stable per machine
+    pci_domain: int
+    pci_bus: int
+    pci_device: int
+    total_mem: int
+    cc_major: int
+    cc_minor: int
+    attributes: dict = field(default_factory=dict)   # CUdevice_attribute value -> int
+    luid: bytes = b"\0" * 8
+
+
+@dataclass
+class KernelParam:
+    offset: int       # byte offset in the packed parameter buffer
+    size: int
+    align: int
+
+
+@dataclass
+class FunctionInfo:
+    name: str
+    params: list                     # [KernelParam]
+    param_size: int                  # packed buffer size
+    max_threads_per_block: int = 1024
+    static_shared_bytes: int = 0
+    const_bytes: int = 0
+    local_bytes: int = 0
+    num_regs: int = 32
+    reqntid: tuple | None = None
+    maxntid: tuple | None = None
+
+
+class BackendFunction(ABC):
+    info: FunctionInfo
+
+
+class BackendModule(ABC):
+    @abstractmethod
+    def functions(self) -> dict:
+        """name -> BackendFunction for every .entry of the module."""
+
+    @abstractmethod
+    def global_symbol(self, name: str) -> tuple[int, int] | None:
+        """(device address, size) of a .global/.const variable, or None."""
+
+    @abstractmethod
+    def unload(self) -> None: ...
+
+
+class BackendEvent(ABC):
+    @abstractmethod
+    def query(self) -> bool:
+        """True once all work captured by the last record has completed (or never recorded)."""
+
+    @abstractmethod
+    def synchronize(self) -> None: ...
+
+    @abstractmethod
+    def elapsed_ms(self, start: "BackendEvent") -> float:
+        """Milliseconds from `start` to self; both must be recorded and complete."""
+
+    def destroy(self) -> None:
+        pass
+
+
+class BackendStream(ABC):
+    """An in-order queue of device work that runs asynchronously with the host."""
+
+    @abstractmethod
+    def copy(self, dst: int, src: int, size: int) -> None: ...
+
+    @abstractmethod
+    def copy_2d(self, dst: int, dpitch: int, src: int, spitch: int, width: int, height: int) -> None: ...
+
+    @abstractmethod
+    def memset(self, ptr: int, value: int, elem_size: int, count: int,
+               pitch: int = 0, height: int = 1) -> None:
+        """Fill `count` elements of `elem_size` (1, 2, 4) bytes; with pitch, `height` rows of `count`."""
+
+    @abstractmethod
+    def launch(self, function: BackendFunction, grid: tuple, block: tuple, shared_bytes: int,
+               params: bytes, cooperative: bool = False) -> None: ...
+
+    @abstractmethod
+    def host_func(self, fn: Callable[[], None]) -> None:
+        """Run fn on a host thread once prior work is done; later work waits for it."""
+
+    @abstractmethod
+    def record(self, event: BackendEvent) -> None: ...
+
+    @abstractmethod
+    def wait(self, event: BackendEvent) -> None:
+        """Later work on this stream waits until `event`'s recorded work completes."""
+
+    @abstractmethod
+    def query(self) -> bool: ...
+
+    @abstractmethod
+    def synchronize(self) -> None:
+        """Wait for all queued work; raises CudaError (e.g. CUDA_ERROR_LAUNCH_FAILED, ASSERT) on a fault."""
+
+    def destroy(self) -> None:
+        pass
+
+
+class Backend(ABC):
+    name: str = "?"
+
+    @classmethod
+    @abstractmethod
+    def probe(cls) -> tuple[bool, str]:
+        """(usable, reason): whether this backend can run here and, if not, exactly why."""
+
+    @abstractmethod
+    def devices(self) -> list[DeviceProperties]: ...
+
+    # memory -- all synchronous
+    @abstractmethod
+    def mem_alloc(self, device: int, size: int, kind: str = "device") -> int:
+        """kind: 'device', 'host' (page-locked), 'managed'. Returns the address."""
+
+    @abstractmethod
+    def mem_free(self, ptr: int) -> None: ...
+
+    @abstractmethod
+    def mem_info(self, device: int) -> tuple[int, int]:
+        """(free, total) bytes."""
+
+    def host_register(self, ptr: int, size: int) -> int:
+        """Make host memory device-accessible; returns the device address for it."""
+        return ptr
+
+    def host_unregister(self, ptr: int) -> None:
+        pass
+
+    @abstractmethod
+    def stream_create(self, device: int, flags: int = 0, priority: int = 0) -> BackendStream: ...
+
+    @abstractmethod
+    def event_create(self, flags: int = 0) -> BackendEvent: ...
+
+    @abstractmethod
+    def module_load(self, device: int, ptx_text: str, name: str = "") -> BackendModule:
+        """Compile (or fetch from cache) PTX for this backend's target and load it."""
+
+    def synchronize(self) -> None:
+        """Wait for all streams of this backend."""
