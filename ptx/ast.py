@@ -24,7 +24,8 @@ class Pos:
 
 @dataclass
 class Reg:
-    """A register or a named variable used as a value (`%r1`, `%tid.x`, `param_0`, `shared_buf`)."""
+    """A register (`%r1`, `%tid.x`, or a plain name declared `.reg`, as inline asm does: `c`). Other names
+    (variables of other state spaces, functions, labels) are SymbolExpr."""
     name: str                      # '%tid.x' keeps its component: special registers are named whole
     pos: Pos = field(default_factory=Pos)
 
@@ -65,6 +66,7 @@ class Address:
     base: Optional[str]
     offset: int = 0
     pos: Pos = field(default_factory=Pos)
+    extra: list = field(default_factory=list)  # operands after the base: `[tex, {%f1, %f2}]` (tex/surface)
 
 
 @dataclass
@@ -89,6 +91,7 @@ class SymbolExpr:
     name: str
     offset: int = 0
     pos: Pos = field(default_factory=Pos)
+    generic: bool = False          # `generic(sym)` in an initialiser: the symbol's generic address
 
 
 @dataclass
@@ -117,7 +120,7 @@ class VarDecl:
     `.extern .shared .align 16 .b8 dyn[];`, `.const .f32 tab[4] = {1.0, ...};`.
     `count` is N for the parameterised form `%r<N>` (declares %r0..%r{N-1}); `dims` holds the array
     dimensions, with 0 for an unsized `[]`. `init` is a flat or nested list of Imm/FloatImm/SymbolExpr
-    (`generic(sym)` initialisers keep their SymbolExpr with `generic=True` in `init_generic`)."""
+    (`generic(sym)` initialisers are SymbolExpr with `generic=True`)."""
     space: str                     # 'reg','shared','local','const','global','param','tex','sreg'
     type: Type
     name: str

@@ -1,0 +1,132 @@
+"""PTX lexer: one compiled regex turns the source into a flat token list with line:column positions.
+
+An identifier keeps its dotted suffixes in one WORD token (`ld.global.nc.v4.f32`, `%tid.x`,
+`cp.async.bulk.shared::cluster.global`) because PTX forbids whitespace inside them; a stand-alone dotted
+name (`.reg`, `.b32`, `.shared::cta`) is a DIR token. Comments, `@@DWARF` lines and whitespace vanish here.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+
+from ptx.errors import PTXSyntaxError
+
+# Token kinds (small ints keep the parser's comparisons cheap).
+WORD, DIR, INT, FLOAT, STR, PUNCT, ERR, EOF = range(8)
+KIND_NAMES = ("identifier", "directive", "integer", "float", "string", "punctuation", "invalid character",
+              "end of input")
+
+_SUFFIX = r"(?:\.[A-Za-z0-9_]+(?:::[A-Za-z0-9_]+)*)"
+_MASTER = re.compile(
+    r"(?P<nl>\n)"
+    r"|(?P<ws>[ \t\r\f\v]+)"
+    r"|(?P<lc>//[^\n]*)"
+    r"|(?P<bc>/\*.*?\*/)"
+    r"|(?P<ubc>/\*)"
+    r"|(?P<dwarf>@@DWARF[^\n]*)"
+    r"|(?P<hexf>0[fF][0-9a-fA-F]{8}(?![0-9A-Za-z_$]))"
+    r"|(?P<hexd>0[dD][0-9a-fA-F]{16}(?![0-9A-Za-z_$]))"
+    r"|(?P<dec>(?:[0-9]+\.[0-9]*(?:[eE][+-]?[0-9]+)?|\.[0-9]+(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+)"
+    r"(?![0-9A-Za-z_$.]))"
+    r"|(?P<int>(?:0[xX][0-9a-fA-F]+|0[bB][01]+|[0-9]+)[uU]?(?![0-9A-Za-z_$.]))"
+    r"|(?P<word>[A-Za-z_$%][A-Za-z0-9_$]*" + _SUFFIX + r"*)"
+    r"|(?P<dir>\.[A-Za-z_][A-Za-z0-9_]*(?:::[A-Za-z0-9_]+)*)"
+    r"|(?P<str>\"(?:[^\"\\\n]|\\.)*\")"
+    r"|(?P<punct>[{}()\[\];,:+\-!@|<>=*/~&^%])"
+    r"|(?P<err>.)",
+    re.S,
+)
+
+_U64 = (1 << 64) - 1
+
+
+class Token(tuple):
+    """(kind, text, value, line, col) -- a tuple subclass so the parser can unpack it cheaply."""
+    __slots__ = ()
+
+    kind = property(lambda self: self[0])
+    text = property(lambda self: self[1])
+    value = property(lambda self: self[2])
+    line = property(lambda self: self[3])
+    col = property(lambda self: self[4])
+
+
+def describe(tok) -> str:
+    """How an error message names a token."""
+    if tok[0] == EOF:
+        return "end of input"
+    return repr(tok[1])
+
+
+def int_literal(text: str, line: int, col: int) -> int:
+    body = text[:-1] if text[-1] in "uU" else text
+    if body[:2] in ("0x", "0X"):
+        value = int(body[2:], 16)
+    elif body[:2] in ("0b", "0B"):
+        value = int(body[2:], 2)
+    elif len(body) > 1 and body[0] == "0":
+        if any(c in "89" for c in body):
+            raise PTXSyntaxError(f"invalid octal literal {text!r}", line, col)
+        value = int(body, 8)
+    else:
+        value = int(body)
+    if value > _U64:
+        raise PTXSyntaxError(f"integer literal {text!r} does not fit in 64 bits", line, col)
+    return value
+
+
+def float_bits(raw: int, bits: int) -> float:
+    if bits == 32:
+        return struct.unpack("<f", struct.pack("<I", raw))[0]
+    return struct.unpack("<d", struct.pack("<Q", raw))[0]
+
+
+def tokenize(text: str) -> list:
+    """Token list ending in one EOF token. Bad characters become ERR tokens, so a `.section` skipper can
+    step over them; the parser rejects them anywhere else. Raises PTXSyntaxError only for unterminated
+    comments and malformed literals."""
+    toks = []
+    append = toks.append
+    line = 1
+    line_start = 0
+    for m in _MASTER.finditer(text):
+        kind = m.lastgroup
+        if kind == "ws" or kind == "lc" or kind == "dwarf":
+            continue
+        start = m.start()
+        if kind == "nl":
+            line += 1
+            line_start = start + 1
+            continue
+        s = m.group()
+        col = start - line_start + 1
+        if kind == "word":
+            append(Token((WORD, s, None, line, col)))
+        elif kind == "punct":
+            append(Token((PUNCT, s, None, line, col)))
+        elif kind == "dir":
+            append(Token((DIR, s, None, line, col)))
+        elif kind == "int":
+            append(Token((INT, s, int_literal(s, line, col), line, col)))
+        elif kind == "bc":
+            n = s.count("\n")
+            if n:
+                line += n
+                line_start = start + s.rfind("\n") + 1
+        elif kind == "hexf":
+            raw = int(s[2:], 16)
+            append(Token((FLOAT, s, (float_bits(raw, 32), 32, raw), line, col)))
+        elif kind == "hexd":
+            raw = int(s[2:], 16)
+            append(Token((FLOAT, s, (float_bits(raw, 64), 64, raw), line, col)))
+        elif kind == "dec":
+            append(Token((FLOAT, s, (float(s), 0, 0), line, col)))
+        elif kind == "str":
+            append(Token((STR, s, s[1:-1], line, col)))
+        elif kind == "ubc":
+            raise PTXSyntaxError("unterminated /* comment", line, col)
+        else:
+            append(Token((ERR, s, None, line, col)))
+    append(Token((EOF, "", None, line, len(text) - line_start + 1)))
+    return toks

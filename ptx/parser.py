@@ -1,0 +1,762 @@
+"""PTX parser: recursive descent over the lexer's tokens, producing the tree of `ptx.ast`.
+
+Conventions the code generators can rely on:
+- `Instruction.opcode` is the word before the first dot; every further dotted word is a modifier, kept in
+  order (`bar.warp.sync` -> 'bar', ('warp', 'sync'); `cp.async.ca.shared.global` -> 'cp', ('async', ...)).
+  `Instruction.pos` is the opcode's position.
+- A name used as an operand is a `Reg` when it starts with `%` or is declared `.reg` in an enclosing scope
+  (inline-asm blocks declare plain names such as `c`); any other name (a variable of another state space,
+  a function, a label, a call prototype) is a `SymbolExpr`.
+- `.file`, `.loc`, `.section` blocks, `@@DWARF` lines and module-level `.pragma` are dropped.
+- `.calltargets` lists are returned as `BranchTargets` (same shape).
+Every failure is a `PTXError` subclass carrying line and column; nothing else escapes `parse`.
+"""
+
+from __future__ import annotations
+
+from ptx import ast
+from ptx.errors import PTXError, PTXSyntaxError, PTXUnsupportedError
+from ptx.lexer import WORD, DIR, INT, FLOAT, STR, PUNCT, ERR, EOF, tokenize, describe
+from ptx.opcodes import OPCODES
+
+SCALAR_TYPES = frozenset("""
+s8 s16 s32 s64 u8 u16 u32 u64 b8 b16 b32 b64 b128 f16 f16x2 f32 f32x2 f64 bf16 bf16x2 tf32 pred
+e4m3 e5m2 e4m3x2 e5m2x2 e2m1x2 e2m3x2 e3m2x2 ue8m0x2 s2f6x2 e2m1 e2m3 e3m2 ue8m0
+texref samplerref surfref
+""".split())
+STATE_SPACES = frozenset(("reg", "sreg", "const", "global", "local", "param", "shared", "tex"))
+LINKAGES = frozenset(("visible", "extern", "weak", "common"))
+# Function performance directives whose operands are a list of integers.
+_INT_DIRECTIVES = frozenset(("maxntid", "reqntid", "minnctapersm", "maxnreg", "maxclusterrank",
+                             "reqnctapercluster", "abi_preserve", "abi_preserve_control"))
+_DIM3_DIRECTIVES = frozenset(("maxntid", "reqntid", "reqnctapercluster"))
+_FLAG_DIRECTIVES = frozenset(("noreturn", "explicitcluster", "blocksareclusters"))
+_MAX_NESTING = 200
+
+
+def parse(text: str) -> ast.Module:
+    """Parse PTX source into an `ast.Module`; raises only `PTXError` subclasses."""
+    if not isinstance(text, str):
+        if isinstance(text, (bytes, bytearray)):
+            text = bytes(text).decode("utf-8", errors="replace")
+        else:
+            raise PTXSyntaxError(f"PTX source must be text, not {type(text).__name__}")
+    parser = None
+    try:
+        parser = Parser(tokenize(text))
+        module = parser.module()
+    except PTXError:
+        raise
+    except RecursionError:
+        line, col = parser.here() if parser else (0, 0)
+        raise PTXSyntaxError("nesting too deep", line, col) from None
+    except Exception as exc:  # a parser bug must still surface as our error type, never a crash
+        line, col = parser.here() if parser else (0, 0)
+        raise PTXSyntaxError(f"internal parser error ({type(exc).__name__}: {exc})", line, col) from None
+    module.source = text
+    return module
+
+
+def _split_word(text: str):
+    """'ld.global.L2::evict_last.f32' -> ('ld', ('global', 'L2::evict_last', 'f32'))."""
+    parts = text.split(".")
+    return parts[0], tuple(parts[1:])
+
+
+class Parser:
+    def __init__(self, toks):
+        self.toks = toks
+        self.i = 0
+        self.reg_scopes = []      # sets of non-% names declared .reg, innermost last
+        self.depth = 0
+
+    # ------------------------------------------------------------ token helpers
+
+    def here(self):
+        t = self.toks[min(self.i, len(self.toks) - 1)]
+        return t[3], t[4]
+
+    def peek(self, k=0):
+        j = self.i + k
+        toks = self.toks
+        return toks[j] if j < len(toks) else toks[-1]
+
+    def next(self):
+        t = self.toks[self.i]
+        if t[0] != EOF:
+            self.i += 1
+        return t
+
+    def error(self, msg, tok=None, cls=PTXSyntaxError):
+        tok = tok if tok is not None else self.peek()
+        if tok[0] == ERR:
+            msg = f"invalid character {tok[1]!r}"
+        return cls(msg, tok[3], tok[4])
+
+    def expect_punct(self, ch):
+        t = self.toks[self.i]
+        if t[0] == PUNCT and t[1] == ch:
+            self.i += 1
+            return t
+        raise self.error(f"expected '{ch}' but found {describe(t)}", t)
+
+    def accept_punct(self, ch):
+        t = self.toks[self.i]
+        if t[0] == PUNCT and t[1] == ch:
+            self.i += 1
+            return True
+        return False
+
+    def is_punct(self, ch, k=0):
+        t = self.peek(k)
+        return t[0] == PUNCT and t[1] == ch
+
+    def expect_int(self, what="integer"):
+        t = self.toks[self.i]
+        neg = False
+        if t[0] == PUNCT and t[1] == "-":
+            neg = True
+            self.i += 1
+            t = self.toks[self.i]
+        if t[0] != INT:
+            raise self.error(f"expected {what} but found {describe(t)}", t)
+        self.i += 1
+        return -t[2] if neg else t[2]
+
+    def expect_name(self, what="a name"):
+        t = self.toks[self.i]
+        if t[0] != WORD:
+            raise self.error(f"expected {what} but found {describe(t)}", t)
+        self.i += 1
+        return t
+
+    def enter(self):
+        self.depth += 1
+        if self.depth > _MAX_NESTING:
+            raise self.error("nesting too deep")
+
+    def is_reg_name(self, name):
+        if name[0] == "%":
+            return True
+        for scope in reversed(self.reg_scopes):
+            if name in scope:
+                return True
+        return False
+
+    # ------------------------------------------------------------ module level
+
+    def module(self) -> ast.Module:
+        version = None
+        target = []
+        address_size = 64
+        items = []
+        while True:
+            t = self.peek()
+            kind, text = t[0], t[1]
+            if kind == EOF:
+                break
+            if kind == DIR:
+                d = text[1:]
+                if d == "version":
+                    self.next()
+                    version = self.version_number()
+                    continue
+                if d == "target":
+                    self.next()
+                    target.append(self.expect_name("a target name")[1])
+                    while self.accept_punct(","):
+                        target.append(self.expect_name("a target name")[1])
+                    continue
+                if d == "address_size":
+                    self.next()
+                    address_size = self.expect_int("an address size")
+                    if address_size not in (32, 64):
+                        raise self.error(f"address size must be 32 or 64, not {address_size}", t)
+                    continue
+                if d in ("file", "loc"):
+                    self.skip_line(t)
+                    continue
+                if d == "section":
+                    self.skip_section()
+                    continue
+                if d == "pragma":
+                    self.next()
+                    self.pragma_text()
+                    continue
+                if d == "alias":
+                    raise self.error(".alias is not supported", t, PTXUnsupportedError)
+                if version is None:
+                    raise self.error("PTX module must start with .version", t)
+                items.extend(self.top_level_item())
+                continue
+            if kind == PUNCT and text == ";":
+                self.next()
+                continue
+            raise self.error(f"expected a directive but found {describe(t)}", t)
+        if version is None:
+            raise self.error("PTX module must start with .version")
+        if not target:
+            raise self.error("PTX module has no .target directive")
+        return ast.Module(version=version, target=target, address_size=address_size, items=items)
+
+    def version_number(self):
+        t = self.next()
+        if t[0] == FLOAT and t[2][1] == 0 and "." in t[1] and "e" not in t[1].lower():
+            major, minor = t[1].split(".")
+            if major and minor:
+                return int(major), int(minor)
+        raise self.error(f"expected a version number like 8.5 but found {describe(t)}", t)
+
+    def skip_line(self, start_tok):
+        """Drop a directive that ends with its line (`.loc 1 5 3, function_name ...`, `.file 1 "a.cu"`)."""
+        self.next()
+        line = start_tok[3]
+        toks = self.toks
+        while toks[self.i][0] != EOF and toks[self.i][3] == line:
+            self.i += 1
+
+    def skip_section(self):
+        t = self.next()
+        # `.section .debug_info { ... }`: content is opaque DWARF we do not use.
+        while True:
+            u = self.peek()
+            if u[0] == EOF:
+                raise self.error("unterminated .section", t)
+            if u[0] == PUNCT and u[1] == "{":
+                break
+            self.next()
+        depth = 0
+        while True:
+            u = self.next()
+            if u[0] == EOF:
+                raise self.error("unterminated .section", t)
+            if u[0] == PUNCT:
+                if u[1] == "{":
+                    depth += 1
+                elif u[1] == "}":
+                    depth -= 1
+                    if depth == 0:
+                        return
+
+    def pragma_text(self):
+        t = self.next()
+        if t[0] != STR:
+            raise self.error(f"expected a string after .pragma but found {describe(t)}", t)
+        texts = [t[2]]
+        while self.accept_punct(","):
+            u = self.next()
+            if u[0] != STR:
+                raise self.error(f"expected a string but found {describe(u)}", u)
+            texts.append(u[2])
+        self.expect_punct(";")
+        return ", ".join(texts)
+
+    def top_level_item(self):
+        start = self.peek()
+        linkage = None
+        while True:
+            t = self.peek()
+            if t[0] == DIR and t[1][1:] in LINKAGES:
+                if linkage is not None:
+                    raise self.error("more than one linkage directive", t)
+                linkage = t[1][1:]
+                self.next()
+                continue
+            break
+        t = self.peek()
+        if t[0] == DIR and t[1] in (".entry", ".func"):
+            return [self.function(linkage, start)]
+        if t[0] == DIR and t[1][1:] in STATE_SPACES:
+            decls = self.var_decl(linkage, start)
+            self.expect_punct(";")
+            return decls
+        raise self.error(f"expected .entry, .func or a variable declaration but found {describe(t)}", t)
+
+    # ------------------------------------------------------------ functions
+
+    def function(self, linkage, start) -> ast.Function:
+        kind_tok = self.next()
+        kind = kind_tok[1][1:]
+        returns = []
+        if kind == "func" and self.is_punct("("):
+            returns = self.param_list()
+        name_tok = self.expect_name("a function name")
+        name = name_tok[1]
+        if "." in name or name[0] == "%":
+            raise self.error(f"invalid function name {name!r}", name_tok)
+        params = []
+        if self.is_punct("("):
+            params = self.param_list()
+        directives = {}
+        while True:
+            t = self.peek()
+            if t[0] != DIR:
+                break
+            d = t[1][1:]
+            if d in _INT_DIRECTIVES:
+                self.next()
+                values = [self.expect_int(f"an integer after .{d}")]
+                while self.accept_punct(","):
+                    values.append(self.expect_int(f"an integer after .{d}"))
+                if d in _DIM3_DIRECTIVES:
+                    if len(values) > 3:
+                        raise self.error(f".{d} takes at most 3 values", t)
+                    directives[d] = tuple(values + [1] * (3 - len(values)))
+                else:
+                    if len(values) != 1:
+                        raise self.error(f".{d} takes one value", t)
+                    directives[d] = values[0]
+            elif d in _FLAG_DIRECTIVES:
+                self.next()
+                directives[d] = True
+            elif d == "pragma":
+                self.next()
+                directives.setdefault("pragma", []).append(self.pragma_text())
+            elif d in ("loc", "file"):
+                self.skip_line(t)
+            else:
+                raise self.error(f"unexpected directive {t[1]} in function header", t)
+        body = None
+        pos = ast.Pos(start[3], start[4])
+        if self.accept_punct(";"):
+            pass
+        elif self.is_punct("{"):
+            self.reg_scopes.append({p.name for p in params + returns if p.space == "reg"})
+            try:
+                body = self.block_body()
+            finally:
+                self.reg_scopes.pop()
+        else:
+            raise self.error(f"expected '{{' or ';' after function header but found {describe(self.peek())}")
+        return ast.Function(name=name, kind=kind, params=params, returns=returns, body=body,
+                            linkage=linkage, directives=directives, pos=pos)
+
+    def param_list(self):
+        self.expect_punct("(")
+        params = []
+        if self.accept_punct(")"):
+            return params
+        while True:
+            t = self.peek()
+            if not (t[0] == DIR and t[1] in (".param", ".reg")):
+                raise self.error(f"expected .param or .reg but found {describe(t)}", t)
+            params.extend(self.var_decl(None, t, allow_sink=True, single=True))
+            if self.accept_punct(")"):
+                return params
+            self.expect_punct(",")
+
+    # ------------------------------------------------------------ declarations
+
+    def var_decl(self, linkage, start, allow_sink=False, single=False):
+        """`.space [attributes] [.align N] [.vN] .type name[<N>][dims] [= init] {, name ...}`.
+        The state-space token is next. Returns a list of VarDecl."""
+        space_tok = self.next()
+        space = space_tok[1][1:]
+        align = None
+        vec = 1
+        tname = None
+        attributes = []
+        ptr = False
+        ptr_space = None
+        ptr_align = None
+        while True:
+            t = self.peek()
+            if t[0] != DIR:
+                break
+            d = t[1][1:]
+            if d == "align":
+                self.next()
+                value = self.expect_int("an alignment")
+                if value <= 0 or value & (value - 1):
+                    raise self.error(f"alignment must be a power of two, not {value}", t)
+                if ptr:
+                    ptr_align = value
+                else:
+                    align = value
+            elif d in ("v2", "v4", "v8"):
+                self.next()
+                vec = int(d[1:])
+            elif d in SCALAR_TYPES:
+                if tname is not None:
+                    raise self.error(f"more than one type in declaration ({t[1]})", t)
+                self.next()
+                tname = d
+            elif d == "ptr":
+                self.next()
+                ptr = True
+            elif ptr and d in ("global", "shared", "const", "local"):
+                self.next()
+                ptr_space = d
+            elif d == "attribute":
+                self.next()
+                self.expect_punct("(")
+                while True:
+                    a = self.next()
+                    if a[0] != DIR:
+                        raise self.error(f"expected an attribute like .managed but found {describe(a)}", a)
+                    attributes.append(a[1][1:])
+                    if not self.accept_punct(","):
+                        break
+                self.expect_punct(")")
+            else:
+                break
+        if tname is None:
+            raise self.error(f"expected a type in the {space_tok[1]} declaration but found {describe(self.peek())}")
+        vtype = ast.Type(tname, vec)
+        decls = []
+        while True:
+            name_tok = self.peek()
+            if name_tok[0] != WORD:
+                raise self.error(f"expected a variable name but found {describe(name_tok)}", name_tok)
+            self.next()
+            name = name_tok[1]
+            if "." in name:
+                raise self.error(f"invalid variable name {name!r}", name_tok)
+            if name == "_" and not allow_sink:
+                raise self.error("'_' cannot name a variable", name_tok)
+            count = None
+            dims = []
+            if self.accept_punct("<"):
+                count = self.expect_int("a register count")
+                if count < 0:
+                    raise self.error("register count must be positive", name_tok)
+                self.expect_punct(">")
+            while self.accept_punct("["):
+                if self.accept_punct("]"):
+                    dims.append(0)
+                    continue
+                n = self.expect_int("an array size")
+                if n <= 0:
+                    raise self.error(f"array size must be positive, not {n}", name_tok)
+                dims.append(n)
+                self.expect_punct("]")
+            init = None
+            if self.accept_punct("="):
+                if space not in ("global", "const"):
+                    raise self.error(f"a .{space} variable cannot have an initialiser", name_tok)
+                init = self.initializer()
+            decls.append(ast.VarDecl(space=space, type=vtype, name=name, count=count, dims=dims, align=align,
+                                     init=init, linkage=linkage, attributes=list(attributes),
+                                     ptr_space=ptr_space, ptr_align=ptr_align,
+                                     pos=ast.Pos(name_tok[3], name_tok[4])))
+            if space == "reg" and name[0] != "%" and self.reg_scopes:
+                self.reg_scopes[-1].add(name)
+            if single or not self.is_punct(","):
+                break
+            self.next()
+        return decls
+
+    def initializer(self):
+        """`= value` -> [value]; `= {...}` -> a list whose items are scalars or nested lists."""
+        v = self.init_value()
+        return v if isinstance(v, list) else [v]
+
+    def init_value(self):
+        t = self.peek()
+        if t[0] == PUNCT and t[1] == "{":
+            self.enter()
+            self.next()
+            items = []
+            if not self.accept_punct("}"):
+                while True:
+                    items.append(self.init_value())
+                    if self.accept_punct("}"):
+                        break
+                    self.expect_punct(",")
+            self.depth -= 1
+            return items
+        return self.init_scalar()
+
+    def init_scalar(self):
+        t = self.peek()
+        pos = ast.Pos(t[3], t[4])
+        if t[0] == WORD:
+            self.next()
+            if t[1] == "generic" and self.is_punct("("):
+                self.next()
+                sym = self.expect_name("a symbol")
+                self.expect_punct(")")
+                return ast.SymbolExpr(sym[1], self.symbol_offset(), pos, generic=True)
+            return ast.SymbolExpr(t[1], self.symbol_offset(), pos)
+        if t[0] == INT and self.is_punct("(", 1):
+            raise self.error("mask() initialisers are not supported", t, PTXUnsupportedError)
+        return self.number()
+
+    def symbol_offset(self):
+        off = 0
+        while True:
+            t = self.peek()
+            if t[0] == PUNCT and t[1] in "+-" and len(t[1]) == 1:
+                n = self.peek(1)
+                if n[0] == INT or (n[0] == PUNCT and n[1] == "-" and self.peek(2)[0] == INT):
+                    self.next()
+                    v = self.expect_int("an offset")
+                    off += v if t[1] == "+" else -v
+                    continue
+            return off
+
+    def number(self):
+        """An integer or float literal, optionally negated."""
+        t = self.next()
+        pos = ast.Pos(t[3], t[4])
+        neg = False
+        if t[0] == PUNCT and t[1] == "-":
+            neg = True
+            t = self.next()
+        if t[0] == INT:
+            return ast.Imm(-t[2] if neg else t[2], pos)
+        if t[0] == FLOAT:
+            value, bits, raw = t[2]
+            if neg:
+                value = -value
+                if bits:
+                    raw ^= 1 << (bits - 1)
+            return ast.FloatImm(value, bits, raw, pos)
+        raise self.error(f"expected a number but found {describe(t)}", t)
+
+    # ------------------------------------------------------------ bodies
+
+    def block_body(self):
+        """`{ statements }` -> list of statements; the '{' is next."""
+        open_tok = self.expect_punct("{")
+        self.enter()
+        body = []
+        toks = self.toks
+        while True:
+            t = toks[self.i]
+            kind = t[0]
+            if kind == PUNCT:
+                p = t[1]
+                if p == "}":
+                    self.i += 1
+                    self.depth -= 1
+                    return body
+                if p == "{":
+                    self.reg_scopes.append(set())
+                    try:
+                        inner = self.block_body()
+                    finally:
+                        self.reg_scopes.pop()
+                    body.append(ast.Block(inner, ast.Pos(t[3], t[4])))
+                    continue
+                if p == ";":
+                    self.i += 1
+                    continue
+                if p == "@":
+                    body.append(self.instruction())
+                    continue
+                raise self.error(f"expected a statement but found {describe(t)}", t)
+            if kind == WORD:
+                n = toks[self.i + 1]
+                if n[0] == PUNCT and n[1] == ":":
+                    body.append(self.labelled(t))
+                    continue
+                body.append(self.instruction())
+                continue
+            if kind == DIR:
+                d = t[1][1:]
+                if d in STATE_SPACES:
+                    body.extend(self.var_decl(None, t))
+                    self.expect_punct(";")
+                    continue
+                if d == "pragma":
+                    self.next()
+                    body.append(ast.Pragma(self.pragma_text(), ast.Pos(t[3], t[4])))
+                    continue
+                if d in ("loc", "file"):
+                    self.skip_line(t)
+                    continue
+                if d == "section":
+                    self.skip_section()
+                    continue
+                raise self.error(f"unexpected directive {t[1]} in a function body", t)
+            if kind == EOF:
+                raise self.error(f"unexpected end of input: '{{' at {open_tok[3]}:{open_tok[4]} is not closed", t)
+            raise self.error(f"expected a statement but found {describe(t)}", t)
+
+    def labelled(self, name_tok):
+        """`name:` then a label, or `name: .callprototype ...`, or `name: .branchtargets ...`."""
+        self.i += 2
+        name = name_tok[1]
+        pos = ast.Pos(name_tok[3], name_tok[4])
+        if "." in name or name[0] == "%":
+            raise self.error(f"invalid label name {name!r}", name_tok)
+        t = self.peek()
+        if t[0] == DIR and t[1] in (".branchtargets", ".calltargets"):
+            self.next()
+            labels = [self.expect_name("a label")[1]]
+            while self.accept_punct(","):
+                labels.append(self.expect_name("a label")[1])
+            self.expect_punct(";")
+            return ast.BranchTargets(name, labels, pos)
+        if t[0] == DIR and t[1] == ".callprototype":
+            self.next()
+            returns = []
+            if self.is_punct("("):
+                returns = self.param_list()
+            u = self.next()
+            if not (u[0] == WORD and u[1] == "_"):
+                raise self.error(f"expected '_' in .callprototype but found {describe(u)}", u)
+            params = []
+            if self.is_punct("("):
+                params = self.param_list()
+            while self.peek()[0] == DIR and self.peek()[1] == ".noreturn":
+                self.next()
+            self.expect_punct(";")
+            return ast.CallPrototype(name, returns, params, pos)
+        return ast.Label(name, pos)
+
+    def instruction(self):
+        guard = None
+        t = self.peek()
+        if t[0] == PUNCT and t[1] == "@":
+            self.next()
+            neg = self.accept_punct("!")
+            g = self.peek()
+            if g[0] != WORD or g[1] == "_":
+                raise self.error(f"expected a predicate register after '@' but found {describe(g)}", g)
+            self.next()
+            guard = (g[1], neg)
+        op_tok = self.peek()
+        if op_tok[0] != WORD:
+            raise self.error(f"expected an instruction but found {describe(op_tok)}", op_tok)
+        self.next()
+        opcode, mods = _split_word(op_tok[1])
+        if opcode not in OPCODES:
+            raise self.error(f"unknown instruction '{opcode}'", op_tok)
+        if any(m == "" for m in mods):
+            raise self.error(f"malformed instruction {op_tok[1]!r}", op_tok)
+        operands = []
+        if not self.accept_punct(";"):
+            while True:
+                operands.append(self.operand())
+                if self.accept_punct(";"):
+                    break
+                if not self.accept_punct(","):
+                    raise self.error(f"expected ',' or ';' after an operand but found {describe(self.peek())}")
+        return ast.Instruction(opcode, mods, operands, guard, ast.Pos(op_tok[3], op_tok[4]))
+
+    # ------------------------------------------------------------ operands
+
+    def name_operand(self, t):
+        """A WORD token already consumed -> Reg / Sink / SymbolExpr (with `+offset` for symbols)."""
+        name = t[1]
+        pos = ast.Pos(t[3], t[4])
+        if name == "_":
+            return ast.Sink(pos)
+        if self.is_reg_name(name):
+            return ast.Reg(name, pos)
+        if "." in name:
+            raise self.error(f"invalid operand {name!r}", t)
+        if name == "generic" and self.is_punct("("):
+            self.next()
+            sym = self.expect_name("a symbol")
+            self.expect_punct(")")
+            return ast.SymbolExpr(sym[1], self.symbol_offset(), pos, generic=True)
+        return ast.SymbolExpr(name, self.symbol_offset(), pos)
+
+    def operand(self):
+        t = self.peek()
+        kind = t[0]
+        pos = ast.Pos(t[3], t[4])
+        if kind == WORD:
+            self.next()
+            first = self.name_operand(t)
+            if self.is_punct("|"):
+                self.next()
+                u = self.next()
+                if u[0] != WORD:
+                    raise self.error(f"expected a predicate after '|' but found {describe(u)}", u)
+                second = self.name_operand(u)
+                if not isinstance(first, (ast.Reg, ast.Sink)) or not isinstance(second, (ast.Reg, ast.Sink)):
+                    raise self.error("a '|' pair needs two registers", t)
+                return ast.PredPair(first, second, pos)
+            return first
+        if kind == INT or kind == FLOAT:
+            return self.number()
+        if kind == PUNCT:
+            p = t[1]
+            if p == "-":
+                return self.number()
+            if p == "[":
+                return self.address()
+            if p == "{":
+                return self.vector()
+            if p == "(":
+                return self.paren_list()
+            if p == "!":
+                self.next()
+                u = self.next()
+                if u[0] != WORD or u[1] == "_":
+                    raise self.error(f"expected a predicate after '!' but found {describe(u)}", u)
+                inner = self.name_operand(u)
+                if not isinstance(inner, ast.Reg):
+                    raise self.error(f"'!' needs a predicate register, not {u[1]!r}", u)
+                return ast.Negated(inner, pos)
+        raise self.error(f"expected an operand but found {describe(t)}", t)
+
+    def address(self):
+        open_tok = self.next()
+        pos = ast.Pos(open_tok[3], open_tok[4])
+        t = self.peek()
+        base = None
+        offset = 0
+        if t[0] == WORD:
+            if t[1] == "_" or "." in t[1] and not t[1].startswith("%"):
+                raise self.error(f"invalid address base {t[1]!r}", t)
+            self.next()
+            base = t[1]
+            offset = self.symbol_offset()
+        elif t[0] == INT or (t[0] == PUNCT and t[1] == "-"):
+            offset = self.expect_int("an address")
+            offset += self.symbol_offset()
+        else:
+            raise self.error(f"expected a register, symbol or integer address but found {describe(t)}", t)
+        extra = []
+        while self.accept_punct(","):
+            extra.append(self.operand())
+        self.expect_punct("]")
+        return ast.Address(base, offset, pos, extra=extra)
+
+    def vector(self):
+        open_tok = self.next()
+        pos = ast.Pos(open_tok[3], open_tok[4])
+        elems = []
+        while True:
+            t = self.peek()
+            if t[0] == WORD:
+                self.next()
+                e = self.name_operand(t)
+                if isinstance(e, ast.SymbolExpr):
+                    raise self.error(f"{t[1]!r} is not a register", t)
+                elems.append(e)
+            elif t[0] in (INT, FLOAT) or (t[0] == PUNCT and t[1] == "-"):
+                elems.append(self.number())
+            else:
+                raise self.error(f"expected a vector element but found {describe(t)}", t)
+            if self.accept_punct("}"):
+                break
+            self.expect_punct(",")
+        if len(elems) not in (1, 2, 3, 4, 8, 16, 32, 64, 128):
+            raise self.error(f"a vector operand cannot have {len(elems)} elements", open_tok)
+        return ast.Vector(elems, pos)
+
+    def paren_list(self):
+        open_tok = self.next()
+        pos = ast.Pos(open_tok[3], open_tok[4])
+        items = []
+        if self.accept_punct(")"):
+            return ast.ParenList(items, pos)
+        while True:
+            t = self.peek()
+            if t[0] == WORD:
+                self.next()
+                items.append(self.name_operand(t))
+            elif t[0] in (INT, FLOAT) or (t[0] == PUNCT and t[1] == "-"):
+                items.append(self.number())
+            else:
+                raise self.error(f"expected a call argument but found {describe(t)}", t)
+            if self.accept_punct(")"):
+                break
+            self.expect_punct(",")
+        return ast.ParenList(items, pos)
