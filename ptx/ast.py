@@ -92,6 +92,8 @@ class SymbolExpr:
     offset: int = 0
     pos: Pos = field(default_factory=Pos)
     generic: bool = False          # `generic(sym)` in an initialiser: the symbol's generic address
+    mask: int = 0                  # `0xFF00(generic(sym)+4)` in a byte-array initialiser: this element is
+                                   # ((address + offset) & mask) >> (trailing zeros of mask); 0: no mask
 
 
 @dataclass

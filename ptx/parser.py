@@ -479,7 +479,18 @@ class Parser:
                 return ast.SymbolExpr(sym[1], self.symbol_offset(), pos, generic=True)
             return ast.SymbolExpr(t[1], self.symbol_offset(), pos)
         if t[0] == INT and self.is_punct("(", 1):
-            raise self.error("mask() initialisers are not supported", t, PTXUnsupportedError)
+            # `0xFF00(generic(sym)+4)`: one byte of a pointer inside a packed byte array
+            mask = t[2]
+            if mask == 0:
+                raise self.error("an initialiser mask must not be zero", t)
+            self.i += 2
+            inner = self.init_scalar()
+            if not isinstance(inner, ast.SymbolExpr):
+                raise self.error("a mask initialiser needs a symbol inside", t)
+            self.expect_punct(")")
+            inner.mask = mask
+            inner.pos = pos
+            return inner
         return self.number()
 
     def symbol_offset(self):
