@@ -1,0 +1,17 @@
+/* The C side of the shim as seen by each C file in src/: the one entry into Python and helpers. */
+#ifndef ZLUDA_SHIM_H
+#define ZLUDA_SHIM_H
+
+#include <stdint.h>
+
+/* Runs the Python handler of exported function `fid` (its index in cuda_decls.json) over the raw
+ * arguments; returns a CUresult. Implemented by cffi (extern "Python+C"); safe from any thread. */
+int zluda_dispatch(int fid, uint64_t *args);
+
+/* The address of exported function `fid` (for cuGetProcAddress), NULL when out of range. Generated. */
+void *zluda_fn_address(int fid);
+
+/* Path of the loaded libcuda.so.1 (from dladdr), "" if unknown. */
+const char *zluda_shim_path(void);
+
+#endif

@@ -1,0 +1,92 @@
+"""The `zluda-py` command: run a program on the shim, print the shim's directory, list devices, diagnose.
+
+    zluda-py run [--backend cpu|hip|auto] -- PROGRAM ARGS...
+    zluda-py libdir
+    zluda-py info
+    zluda-py doctor
+"""
+
+import argparse
+import contextlib
+import os
+import sys
+
+BACKENDS = ("auto", "cpu", "hip")
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr():
+    """Compiler chatter during a build must not pollute stdout (`libdir` prints only the directory)."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def libdir() -> str:
+    from zluda_py import _shim_build
+    with _stdout_to_stderr():
+        return _shim_build.ensure_built()
+
+
+def cmd_libdir(args) -> int:
+    print(libdir())
+    return 0
+
+
+def cmd_run(args) -> int:
+    prog = list(args.program)
+    if prog and prog[0] == "--":
+        prog = prog[1:]
+    if not prog:
+        print("zluda-py run: give a program to run, e.g. zluda-py run -- ./vectorAdd", file=sys.stderr)
+        return 2
+    d = libdir()
+    env = dict(os.environ)
+    env["LD_LIBRARY_PATH"] = d + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
+    if args.backend:
+        env["ZLUDA_BACKEND"] = args.backend
+    try:
+        os.execvpe(prog[0], prog, env)
+    except OSError as e:
+        print(f"zluda-py run: cannot run {prog[0]}: {e.strerror}", file=sys.stderr)
+        return 127
+
+
+def cmd_info(args) -> int:
+    from zluda_py import devinfo
+    if args.backend:
+        os.environ["ZLUDA_BACKEND"] = args.backend
+    return devinfo.print_info(libdir())
+
+
+def cmd_doctor(args) -> int:
+    from zluda_py import doctor
+    return doctor.run()
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="zluda-py", description="A drop-in libcuda.so.1 written in Python.")
+    sub = ap.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("run", help="run PROGRAM with the shim as its libcuda.so.1")
+    p.add_argument("--backend", choices=BACKENDS, help="sets ZLUDA_BACKEND (default: auto)")
+    p.add_argument("program", nargs=argparse.REMAINDER, help="-- PROGRAM ARGS...")
+    p.set_defaults(fn=cmd_run)
+    p = sub.add_parser("libdir", help="build the shim if needed and print the directory holding libcuda.so.1")
+    p.set_defaults(fn=cmd_libdir)
+    p = sub.add_parser("info", help="list backends and devices with their properties")
+    p.add_argument("--backend", choices=BACKENDS)
+    p.set_defaults(fn=cmd_info)
+    p = sub.add_parser("doctor", help="check the installation and print the fix for each problem")
+    p.set_defaults(fn=cmd_doctor)
+    args = ap.parse_args(argv)
+    return args.fn(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
