@@ -10,15 +10,19 @@ Importable on its own; it knows nothing of the CUDA driver. The API:
     k.launch_raw(grid, block, params_address, shared_bytes)  # the driver's path; raises KernelFault
     mod.globals["sym"]                            # (address, size) of a .global/.const variable
 
-    ptx.parse(text) -> ptx.ast.Module              # raises ptx.errors.PTXError subclasses only
+    ptx.parse(text) -> ptx.ast.Module              # raises ptx.errors.PTXError subclasses only;
+                                                   # runs ptx.check(module) unless check=False
 """
 
 from ptx.errors import PTXError, PTXSyntaxError, PTXSemanticError, PTXUnsupportedError, KernelFault  # noqa: F401
+# Imported eagerly: the submodule ptx.check would otherwise replace the function `ptx.check` on first import.
+from ptx.check import check  # noqa: F401,E402  (the semantic checks `parse` runs by default)
 
 
-def parse(text: str):
+def parse(text: str, check: bool = True):
+    """Parse (and by default semantically check) PTX text -> ptx.ast.Module."""
     from ptx.parser import parse as _parse
-    return _parse(text)
+    return _parse(text, check=check)
 
 
 def compile(text: str, target: str = "host", **options):  # noqa: A001 - the name the API promises

@@ -34,8 +34,9 @@ _FLAG_DIRECTIVES = frozenset(("noreturn", "explicitcluster", "blocksareclusters"
 _MAX_NESTING = 200
 
 
-def parse(text: str) -> ast.Module:
-    """Parse PTX source into an `ast.Module`; raises only `PTXError` subclasses."""
+def parse(text: str, check: bool = True) -> ast.Module:
+    """Parse PTX source into an `ast.Module` and (unless check=False) run the semantic checks of
+    `ptx.check`; raises only `PTXError` subclasses."""
     if not isinstance(text, str):
         if isinstance(text, (bytes, bytearray)):
             text = bytes(text).decode("utf-8", errors="replace")
@@ -54,6 +55,9 @@ def parse(text: str) -> ast.Module:
         line, col = parser.here() if parser else (0, 0)
         raise PTXSyntaxError(f"internal parser error ({type(exc).__name__}: {exc})", line, col) from None
     module.source = text
+    if check:
+        from ptx.check import check as run_checks
+        run_checks(module)
     return module
 
 
@@ -497,13 +501,11 @@ class Parser:
         off = 0
         while True:
             t = self.peek()
-            if t[0] == PUNCT and t[1] in "+-" and len(t[1]) == 1:
-                n = self.peek(1)
-                if n[0] == INT or (n[0] == PUNCT and n[1] == "-" and self.peek(2)[0] == INT):
-                    self.next()
-                    v = self.expect_int("an offset")
-                    off += v if t[1] == "+" else -v
-                    continue
+            if t[0] == PUNCT and (t[1] == "+" or t[1] == "-"):
+                self.next()
+                v = self.expect_int(f"an integer offset after '{t[1]}'")
+                off += v if t[1] == "+" else -v
+                continue
             return off
 
     def number(self):
@@ -624,7 +626,7 @@ class Parser:
             self.next()
             neg = self.accept_punct("!")
             g = self.peek()
-            if g[0] != WORD or g[1] == "_":
+            if g[0] != WORD or g[1] == "_" or "." in g[1]:
                 raise self.error(f"expected a predicate register after '@' but found {describe(g)}", g)
             self.next()
             guard = (g[1], neg)

@@ -1,0 +1,377 @@
+"""Light semantic checks on a parsed module: names resolve, branches reach labels, operand counts and the
+unambiguous operand types are right. Raises PTXSemanticError with line:column; never anything else."""
+
+from __future__ import annotations
+
+import re
+
+from ptx import ast
+from ptx.errors import PTXError, PTXSemanticError
+
+_SPECIAL_VECTOR = ("tid", "ntid", "ctaid", "nctaid", "cluster_ctaid", "cluster_nctaid", "clusterid",
+                   "nclusterid")
+_SPECIAL_SCALAR = frozenset("""
+laneid warpid nwarpid smid nsmid gridid lanemask_eq lanemask_le lanemask_lt lanemask_ge lanemask_gt
+clock clock_hi clock64 globaltimer globaltimer_lo globaltimer_hi total_smem_size aggr_smem_size
+dynamic_smem_size reserved_smem_offset_begin reserved_smem_offset_end reserved_smem_offset_cap
+reserved_smem_offset_2 cluster_ctarank cluster_nctarank is_explicit_cluster current_graph_exec
+""".split())
+_SPECIAL_RE = re.compile(r"%(?:(?:" + "|".join(_SPECIAL_VECTOR) + r")(?:\.[xyz])?|envreg(?:[0-9]|[12][0-9]|3[01])"
+                         r"|pm[0-7](?:_64)?|" + "|".join(sorted(_SPECIAL_SCALAR)) + r")\Z")
+_SPECIAL_64 = frozenset(("%clock64", "%globaltimer", "%gridid", "%current_graph_exec"))
+_VEC_COMPONENT = re.compile(r"(.*)\.([xyzwrgba])\Z")
+_TRAILING_NUM = re.compile(r"(.*?)([0-9]+)\Z")
+
+_TYPE_BITS = {
+    "pred": 1, "b8": 8, "s8": 8, "u8": 8, "e4m3": 8, "e5m2": 8,
+    "b16": 16, "s16": 16, "u16": 16, "f16": 16, "bf16": 16, "e4m3x2": 16, "e5m2x2": 16,
+    "b32": 32, "s32": 32, "u32": 32, "f32": 32, "f16x2": 32, "bf16x2": 32, "tf32": 32,
+    "b64": 64, "s64": 64, "u64": 64, "f64": 64, "f32x2": 64, "b128": 128,
+}
+
+# Operand counts (min, max) of common instructions; others are not checked.
+_COUNTS = {
+    "add": (3, 3), "sub": (3, 3), "addc": (3, 3), "subc": (3, 3), "mul": (3, 3), "mul24": (3, 3),
+    "div": (3, 3), "rem": (3, 3), "and": (3, 3), "or": (3, 3), "xor": (3, 3), "shl": (3, 3), "shr": (3, 3),
+    "min": (3, 4), "max": (3, 4), "copysign": (3, 3),
+    "mad": (4, 4), "mad24": (4, 4), "madc": (4, 4), "fma": (4, 4), "sad": (4, 4),
+    "neg": (2, 2), "not": (2, 2), "cnot": (2, 2), "abs": (2, 2), "popc": (2, 2), "clz": (2, 2),
+    "brev": (2, 2), "bfind": (2, 2), "sqrt": (2, 2), "rsqrt": (2, 2), "rcp": (2, 2), "sin": (2, 2),
+    "cos": (2, 2), "lg2": (2, 2), "ex2": (2, 2), "tanh": (2, 2), "testp": (2, 2),
+    "cvta": (2, 2), "mov": (2, 2), "selp": (4, 4), "slct": (4, 4), "setp": (3, 4), "set": (3, 4),
+    "bfe": (4, 4), "bfi": (5, 5), "prmt": (3, 4), "shf": (4, 4), "lop3": (5, 6), "dp4a": (4, 4),
+    "dp2a": (4, 4), "bra": (1, 1), "brx": (2, 2), "ret": (0, 0), "exit": (0, 0), "trap": (0, 0),
+    "brkpt": (0, 0), "ld": (2, 4), "ldu": (2, 2), "st": (2, 3), "atom": (3, 5), "red": (2, 3),
+    "activemask": (1, 1), "membar": (0, 0), "isspacep": (2, 2), "bmsk": (3, 3), "szext": (3, 3),
+    "fns": (4, 4), "nanosleep": (1, 1),
+}
+
+# Instructions whose operands are all values of the instruction type: none may be a predicate unless
+# the type is .pred.
+_VALUE_OPS = frozenset(("add", "sub", "addc", "subc", "mul", "mul24", "div", "rem", "and", "or", "xor",
+                        "not", "cnot", "shl", "shr", "min", "max", "mad", "mad24", "madc", "fma", "sad",
+                        "neg", "abs", "popc", "clz", "brev", "bfind", "bfe", "bfi", "prmt", "shf", "lop3",
+                        "sqrt", "rsqrt", "rcp", "sin", "cos", "lg2", "ex2", "tanh", "copysign", "cvt",
+                        "cvta", "mov", "dp4a", "dp2a", "ld", "st", "atom", "red", "ldu"))
+# Instructions where every register operand must have exactly the instruction type's width
+# (`.wide` forms and shift counts are handled separately).
+_SAME_WIDTH = frozenset(("add", "sub", "addc", "subc", "mul", "div", "rem", "and", "or", "xor", "not",
+                         "min", "max", "mad", "madc", "fma", "neg", "abs", "shl", "shr", "copysign"))
+
+
+def check(module: ast.Module) -> ast.Module:
+    """Run the checks; returns the module unchanged so calls can chain."""
+    try:
+        _Checker(module).run()
+    except PTXError:
+        raise
+    except RecursionError:
+        raise PTXSemanticError("nesting too deep") from None
+    except Exception as exc:  # a checker bug must still surface as our error type
+        raise PTXSemanticError(f"internal checker error ({type(exc).__name__}: {exc})") from None
+    return module
+
+
+def _fail(msg, pos):
+    raise PTXSemanticError(msg, pos.line, pos.col)
+
+
+def _instr_type(mods):
+    """The last modifier that names a type: `cvt.rn.f32.s32` -> 'f32'... callers handle cvt separately."""
+    for m in reversed(mods):
+        if m in _TYPE_BITS:
+            return m
+    return None
+
+
+class _Scope:
+    __slots__ = ("parent", "regs", "reg_ranges", "symbols", "labels")
+
+    def __init__(self, parent):
+        self.parent = parent
+        self.regs = {}        # name -> ast.Type
+        self.reg_ranges = {}  # prefix -> (count, ast.Type) from %r<N>
+        self.symbols = {}     # name -> kind ('var', 'targets', 'proto')
+        self.labels = set()
+
+
+class _Checker:
+    def __init__(self, module):
+        self.module = module
+        self.globals = {}     # module-level name -> 'var' | 'func'
+        self.fn_sigs = {}
+
+    def run(self):
+        for item in self.module.items:
+            if isinstance(item, ast.Function):
+                self.globals[item.name] = "func"
+            elif isinstance(item, ast.VarDecl):
+                prev = self.globals.get(item.name)
+                if prev == "var" and item.linkage not in ("extern", "weak", "common"):
+                    pass  # redeclaration rules are the linker's concern
+                self.globals[item.name] = "var"
+        for item in self.module.items:
+            if isinstance(item, ast.VarDecl):
+                self.check_init(item, item.init)
+        for item in self.module.items:
+            if isinstance(item, ast.Function) and item.body is not None:
+                self.check_function(item)
+
+    def check_init(self, decl, init):
+        if not init:
+            return
+        for v in init:
+            if isinstance(v, list):
+                self.check_init(decl, v)
+            elif isinstance(v, ast.SymbolExpr) and v.name not in self.globals:
+                _fail(f"undefined symbol '{v.name}' in the initialiser of '{decl.name}'", v.pos)
+
+    # ------------------------------------------------------------ scopes
+
+    def declare(self, scope, decl):
+        if decl.space == "reg":
+            if decl.count is not None:
+                scope.reg_ranges[decl.name] = (decl.count, decl.type)
+            else:
+                scope.regs[decl.name] = decl.type
+        else:
+            scope.symbols[decl.name] = "var"
+
+    def reg_type(self, scope, name):
+        """The declared type of a register, or None when it is undeclared."""
+        s = scope
+        m = None
+        while s is not None:
+            t = s.regs.get(name)
+            if t is not None:
+                return t
+            if s.reg_ranges:
+                if m is None:
+                    m = _TRAILING_NUM.match(name) or False
+                if m:
+                    r = s.reg_ranges.get(m.group(1))
+                    if r is not None and int(m.group(2)) < r[0]:
+                        return r[1]
+            s = s.parent
+        return None
+
+    def resolve_reg(self, scope, reg):
+        """Type of a register operand; 'special' for special registers; raises if undefined."""
+        name = reg.name
+        t = self.reg_type(scope, name)
+        if t is not None:
+            return t
+        if _SPECIAL_RE.match(name):
+            return "special"
+        m = _VEC_COMPONENT.match(name)
+        if m:
+            vt = self.reg_type(scope, m.group(1))
+            if vt is not None and vt.vec > 1:
+                return ast.Type(vt.name)
+        _fail(f"undefined register '{name}'", reg.pos)
+
+    def has_label(self, scope, name):
+        s = scope
+        while s is not None:
+            if name in s.labels:
+                return True
+            s = s.parent
+        return False
+
+    def symbol_kind(self, scope, name):
+        s = scope
+        while s is not None:
+            k = s.symbols.get(name)
+            if k is not None:
+                return k
+            if name in s.labels:
+                return "label"
+            s = s.parent
+        return self.globals.get(name)
+
+    # ------------------------------------------------------------ functions
+
+    def check_function(self, fn):
+        scope = _Scope(None)
+        for p in list(fn.params) + list(fn.returns):
+            self.declare(scope, p)
+        self.check_block(fn.body, scope)
+
+    def check_block(self, body, scope):
+        for st in body:
+            if isinstance(st, ast.Label):
+                if st.name in scope.labels:
+                    _fail(f"duplicate label '{st.name}'", st.pos)
+                scope.labels.add(st.name)
+            elif isinstance(st, (ast.BranchTargets, ast.CallPrototype)):
+                if st.name in scope.labels or st.name in scope.symbols:
+                    _fail(f"duplicate label '{st.name}'", st.pos)
+        for st in body:
+            if isinstance(st, ast.Instruction):
+                self.check_instruction(st, scope)
+            elif isinstance(st, ast.VarDecl):
+                self.declare(scope, st)
+            elif isinstance(st, ast.Block):
+                self.check_block(st.body, _Scope(scope))
+            elif isinstance(st, ast.BranchTargets):
+                for lab in st.labels:
+                    if not self.has_label(scope, lab):
+                        _fail(f"branch target '{lab}' is not a label", st.pos)
+                scope.symbols[st.name] = "targets"
+            elif isinstance(st, ast.CallPrototype):
+                scope.symbols[st.name] = "proto"
+
+    # ------------------------------------------------------------ instructions
+
+    def check_instruction(self, ins, scope):
+        op = ins.opcode
+        ops = ins.operands
+        counts = _COUNTS.get(op)
+        if counts is not None and not (counts[0] <= len(ops) <= counts[1]):
+            if counts[0] == counts[1]:
+                want = f"{counts[0]}"
+            else:
+                want = f"{counts[0]} to {counts[1]}"
+            _fail(f"'{op}' takes {want} operands, not {len(ops)}", ins.pos)
+        if ins.guard is not None:
+            gname = ins.guard[0]
+            gt = self.resolve_reg(scope, ast.Reg(gname, ins.pos))
+            if gt == "special" or gt.name != "pred":
+                _fail(f"guard '{gname}' is not a .pred register", ins.pos)
+        types = []
+        for o in ops:
+            types.append(self.operand_type(o, scope, ins))
+        if op == "bra":
+            self.check_branch_target(ops[0], scope)
+        elif op == "brx":
+            t = ops[1]
+            if not isinstance(t, ast.SymbolExpr) or self.symbol_kind(scope, t.name) != "targets":
+                _fail("brx.idx needs a .branchtargets list as its second operand", t.pos)
+        elif op == "call":
+            self.check_call(ins, scope)
+        self.check_types(ins, types, scope)
+
+    def check_branch_target(self, target, scope):
+        if not isinstance(target, ast.SymbolExpr):
+            _fail("a branch target must be a label", target.pos)
+        if not self.has_label(scope, target.name):
+            _fail(f"branch to undefined label '{target.name}'", target.pos)
+
+    def check_call(self, ins, scope):
+        ops = ins.operands
+        if not ops:
+            _fail("call needs a target", ins.pos)
+        i = 1 if isinstance(ops[0], ast.ParenList) else 0
+        if i >= len(ops):
+            _fail("call needs a target", ins.pos)
+        target = ops[i]
+        if isinstance(target, ast.SymbolExpr):
+            if self.symbol_kind(scope, target.name) != "func":
+                _fail(f"call target '{target.name}' is not a function", target.pos)
+        elif not isinstance(target, ast.Reg):
+            _fail("call target must be a function or a register", target.pos)
+
+    def operand_type(self, o, scope, ins):
+        """Resolve names inside an operand (raising on undefined ones); return a register's Type for a
+        plain register operand, 'special' for special registers, None for anything else."""
+        if isinstance(o, ast.Reg):
+            return self.resolve_reg(scope, o)
+        if isinstance(o, ast.SymbolExpr):
+            if ins.opcode in ("bra",) or self.symbol_kind(scope, o.name) is not None:
+                return None
+            _fail(f"undefined symbol '{o.name}'", o.pos)
+        if isinstance(o, ast.Address):
+            if o.base is not None:
+                if o.base.startswith("%") or self.reg_type(scope, o.base) is not None:
+                    self.resolve_reg(scope, ast.Reg(o.base, o.pos))
+                elif self.symbol_kind(scope, o.base) is None:
+                    _fail(f"undefined symbol '{o.base}' in address", o.pos)
+            for e in o.extra:
+                self.operand_type(e, scope, ins)
+            return None
+        if isinstance(o, ast.Vector):
+            for e in o.elems:
+                self.operand_type(e, scope, ins)
+            return None
+        if isinstance(o, ast.Negated):
+            t = self.resolve_reg(scope, o.operand)
+            if t == "special" or t.name != "pred":
+                _fail(f"'!' needs a .pred register, '{o.operand.name}' is not one", o.pos)
+            return None
+        if isinstance(o, ast.PredPair):
+            for e in (o.first, o.second):
+                if isinstance(e, ast.Reg):
+                    self.resolve_reg(scope, e)
+            return None
+        if isinstance(o, ast.ParenList):
+            for e in o.items:
+                self.operand_type(e, scope, ins)
+            return None
+        return None
+
+    def check_types(self, ins, types, scope):
+        op = ins.opcode
+        ops = ins.operands
+
+        def is_pred(t):
+            return isinstance(t, ast.Type) and t.name == "pred" and t.vec == 1
+
+        if op in ("setp", "set") and ops:
+            first = ops[0]
+            if op == "setp":
+                dests = [first.first, first.second] if isinstance(first, ast.PredPair) else [first]
+                for d in dests:
+                    if isinstance(d, ast.Reg):
+                        if not is_pred(self.resolve_reg(scope, d)):
+                            _fail(f"setp destination '{d.name}' is not a .pred register", d.pos)
+                    elif not isinstance(d, ast.Sink):
+                        _fail("setp destination must be a predicate register", d.pos)
+            for k in (1, 2):
+                if k < len(ops) and is_pred(types[k]):
+                    _fail(f"'{ops[k].name}' is a .pred register; {op} compares values", ops[k].pos)
+            if len(ops) == 4 and not (is_pred(types[3]) or isinstance(ops[3], ast.Negated)):
+                _fail(f"the last operand of {op} with a boolean op must be a predicate", ops[3].pos)
+            return
+        if op == "selp" and len(ops) == 4:
+            if not (is_pred(types[3]) or isinstance(ops[3], ast.Negated)):
+                _fail("the selector of selp must be a .pred register", ops[3].pos)
+            for k in range(3):
+                if is_pred(types[k]):
+                    _fail(f"'{ops[k].name}' is a .pred register; selp selects values", ops[k].pos)
+            return
+        if op not in _VALUE_OPS:
+            return
+        itype = ins.mods[-1] if ins.mods else None
+        pred_type = itype == "pred"
+        for o, t in zip(ops, types):
+            if isinstance(t, ast.Type):
+                if is_pred(t) and not pred_type and op not in ("ld", "st", "atom", "red", "ldu"):
+                    _fail(f"'{o.name}' is a .pred register, but {op}.{'.'.join(ins.mods)} needs a "
+                          f"{itype} value", o.pos)
+                if pred_type and not is_pred(t):
+                    _fail(f"'{o.name}' is not a .pred register", o.pos)
+        if op in ("ld", "st", "ldu") and "pred" not in ins.mods:
+            for o, t in zip(ops, types):
+                if is_pred(t):
+                    _fail(f"'{o.name}' is a .pred register; {op} moves values", o.pos)
+        if op in _SAME_WIDTH and itype in _TYPE_BITS and not pred_type:
+            self.check_widths(ins, types, _TYPE_BITS[itype])
+
+    def check_widths(self, ins, types, bits):
+        op = ins.opcode
+        mods = ins.mods
+        wide = "wide" in mods
+        for k, (o, t) in enumerate(zip(ins.operands, types)):
+            if not isinstance(t, ast.Type) or t.vec != 1:
+                continue
+            have = _TYPE_BITS.get(t.name)
+            if have is None:
+                continue
+            want = bits
+            if wide and (k == 0 or (op == "mad" and k == 3)):
+                want = bits * 2
+            if op in ("shl", "shr") and k == 2:
+                want = 32
+            if have != want:
+                _fail(f"'{o.name}' is a {have}-bit register, but operand {k + 1} of "
+                      f"{op}.{'.'.join(mods)} is {want}-bit", o.pos)
