@@ -254,9 +254,10 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--force", action="store_true", help="rebuild even if nothing changed")
     ap.add_argument("--out", help="build into this directory instead (no stamp check)")
+    ap.add_argument("--src", help="with --out: take the C sources from this directory instead of src/")
     args = ap.parse_args(argv)
     if args.out:
-        print(build(args.out))
+        print(build(os.path.abspath(args.out), args.src and os.path.abspath(args.src)))
     else:
         print(ensure_built(force=args.force))
 

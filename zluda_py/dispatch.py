@@ -18,7 +18,6 @@ from zluda_py.errors import (CUDA_ERROR_NOT_SUPPORTED, CUDA_ERROR_UNKNOWN, NAME_
 
 FUNCTION_IDS = {f["name"]: i for i, f in enumerate(FUNCTIONS)}
 _registered: dict = {}
-HANDLERS: list = []
 _table_lock = threading.Lock()
 
 
@@ -48,38 +47,74 @@ def _f64(x):
     return struct.unpack("<d", struct.pack("<Q", x))[0]
 
 
-_CONVERT = {"i8": "_s64", "i16": "_s64", "i32": "_s64", "i64": "_s64", "f32": "_f32", "f64": "_f64"}
+_SIGN = 1 << 63
+# Per-argument conversion written inline into each adapter: a function call per argument would cost as
+# much as the rest of a trivial call. (x ^ 2**63) - 2**63 reinterprets a sign-extended u64 as signed.
+_CONVERT = {"i8": "((a[{i}] ^ _SIGN) - _SIGN)", "i16": "((a[{i}] ^ _SIGN) - _SIGN)",
+            "i32": "((a[{i}] ^ _SIGN) - _SIGN)", "i64": "((a[{i}] ^ _SIGN) - _SIGN)",
+            "f32": "_f32(a[{i}])", "f64": "_f64(a[{i}])"}
 
 
 def _make_adapter(name, params, fn):
-    """Build `lambda a: fn(conv(a[0]), ...)` once per symbol so a call costs one indexing per argument."""
-    parts = []
-    for i, p in enumerate(params):
-        conv = _CONVERT.get(p.get("abi", "u64"))
-        parts.append(f"{conv}(a[{i}])" if conv else f"a[{i}]")
-    src = f"lambda a: fn({', '.join(parts)})"
-    return eval(src, {"fn": fn, "_s64": _s64, "_f32": _f32, "_f64": _f64})
+    """Build `lambda a: fn(conv(a[0]), ...) or 0` once per symbol: one indexing per argument, and the
+    handler's None (success) becomes 0 without a test in dispatch()."""
+    parts = [_CONVERT.get(p.get("abi", "u64"), "a[{i}]").format(i=i) for i, p in enumerate(params)]
+    src = f"lambda a: fn({', '.join(parts)}) or 0"
+    return eval(src, {"fn": fn, "_SIGN": _SIGN, "_f32": _f32, "_f64": _f64})
+
+
+_once_lock = threading.Lock()
 
 
 def _unsupported(name):
+    logged = []
+
     def handler(a):
-        log.once(name, f"{name}: not implemented, returning CUDA_ERROR_NOT_SUPPORTED")
+        if not logged:
+            with _once_lock:
+                if not logged:
+                    logged.append(True)
+                    log.error(f"{name}: not implemented, returning CUDA_ERROR_NOT_SUPPORTED")
         return CUDA_ERROR_NOT_SUPPORTED
     return handler
 
 
+def _traced(fid, handler):
+    def traced(a):
+        r = handler(a)
+        log.write(f"{FUNCTIONS[fid]['name']}({_trace_args(fid, a)}) -> {NAME_OF.get(r, r)}")
+        return r
+    return traced
+
+
+def _first_call(fid):
+    # Until the first call the table holds these: building it imports every driver module, which is
+    # too slow for the moment the shim is loaded and must not happen when zluda_py is merely imported.
+    def first(a):
+        _ensure_table()
+        return HANDLERS[fid](a)
+    return first
+
+
+HANDLERS: list = [_first_call(i) for i in range(len(FUNCTIONS))]
+_ready = False
+
+
 def _ensure_table():
-    if HANDLERS:
+    global _ready
+    if _ready:
         return
     with _table_lock:
-        if HANDLERS:
+        if _ready:
             return
         import zluda_py.driver  # noqa: F401  (registers every handler)
         table = []
-        for f in FUNCTIONS:
+        for fid, f in enumerate(FUNCTIONS):
             fn = _registered.get(f["name"])
-            table.append(_make_adapter(f["name"], f["params"], fn) if fn else _unsupported(f["name"]))
-        HANDLERS.extend(table)
+            h = _make_adapter(f["name"], f["params"], fn) if fn else _unsupported(f["name"])
+            table.append(_traced(fid, h) if log.TRACE else h)
+        HANDLERS[:] = table
+        _ready = True
 
 
 def _trace_args(fid, args):
@@ -89,14 +124,8 @@ def _trace_args(fid, args):
 
 def dispatch(fid: int, args) -> int:
     """Run the handler for function `fid` over the raw argument array; always returns a CUresult."""
-    if not HANDLERS:
-        _ensure_table()
     try:
-        r = HANDLERS[fid](args)
-        r = 0 if r is None else r
-        if log.TRACE:
-            log.write(f"{FUNCTIONS[fid]['name']}({_trace_args(fid, args)}) -> {NAME_OF.get(r, r)}")
-        return r
+        return HANDLERS[fid](args)
     except CudaError as e:
         name = FUNCTIONS[fid]["name"]
         if log.TRACE:
