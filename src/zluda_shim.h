@@ -14,4 +14,7 @@ void *zluda_fn_address(int fid);
 /* Path of the loaded libcuda.so.1 (from dladdr), "" if unknown. */
 const char *zluda_shim_path(void);
 
+/* The dark-API tables (src/darkapi.c), declared here so cffi's generated code sees them. */
+#include "darkapi.h"
+
 #endif
