@@ -1,0 +1,192 @@
+"""The built libcuda.so.1: every declared function exported, loadable from C (linked, or dlopen'ed with
+RTLD_LOCAL) and from a running Python, unimplemented calls answered 801 and logged once, many threads."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from zluda_py import dispatch
+from zluda_py.decls import DATA, FUNCTIONS
+
+CUDA_INC = "/usr/local/cuda/include"
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+needs_gcc = pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc not installed")
+needs_cuda_h = pytest.mark.skipif(not os.path.isfile(os.path.join(CUDA_INC, "cuda.h")),
+                                  reason="CUDA headers not installed")
+
+
+def clean_env(**extra):
+    """The environment of a user who set nothing: no PYTHONPATH, no ZLUDA_* settings."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH" and not k.startswith("ZLUDA_")}
+    env.update(extra)
+    return env
+
+
+def compile_c(tmp_path, name, source, *flags):
+    src = tmp_path / f"{name}.c"
+    src.write_text(textwrap.dedent(source))
+    exe = tmp_path / name
+    subprocess.run(["gcc", "-O1", "-Wall", "-Werror", str(src), "-o", str(exe), *flags], check=True)
+    return str(exe)
+
+
+def test_declarations_cover_every_export_once():
+    names = [f["name"] for f in FUNCTIONS]
+    assert len(names) == 672 and len(set(names)) == 672
+    assert names == sorted(names)
+    assert DATA["cuda_version"] == 13000
+    abis = {p["abi"] for f in FUNCTIONS for p in f["params"]}
+    assert abis <= {"i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "ptr", "f32", "f64",
+                    "struct:8", "struct:64"}
+
+
+def test_nm_lists_every_function(shim_libdir):
+    if shutil.which("nm") is None:
+        pytest.skip("nm not installed")
+    out = subprocess.run(["nm", "-D", "--defined-only", os.path.join(shim_libdir, "libcuda.so.1")],
+                         capture_output=True, text=True, check=True).stdout
+    exported = {line.split()[-1] for line in out.splitlines() if line.split()[-2] == "T"}
+    missing = {f["name"] for f in FUNCTIONS} - exported
+    assert not missing, sorted(missing)[:20]
+    assert {n for n in exported if n.startswith("cu")} == {f["name"] for f in FUNCTIONS}
+    assert os.path.realpath(os.path.join(shim_libdir, "libcuda.so")) == \
+        os.path.realpath(os.path.join(shim_libdir, "libcuda.so.1"))
+
+
+@needs_gcc
+@needs_cuda_h
+def test_program_linked_with_lcuda(shim_libdir, tmp_path):
+    """A program built against cuda.h and linked -lcuda (the shim) gets the driver version and every
+    error name/string, as static strings that stay put."""
+    names = DATA["enums"]["CUresult"]
+    table = "".join(f'{{{v}, "{n}", {json.dumps(DATA["error_strings"][n])}}},\n' for n, v in names.items())
+    exe = compile_c(tmp_path, "linked", """
+        #include <cuda.h>
+        #include <stdio.h>
+        #include <string.h>
+        static const struct { int code; const char *name, *text; } expected[] = {
+        %s};
+        int main(void) {
+            int v = 0;
+            if (cuDriverGetVersion(&v) != CUDA_SUCCESS || v != 13000) { printf("version %%d\\n", v); return 1; }
+            if (cuDriverGetVersion(NULL) != CUDA_ERROR_INVALID_VALUE) { printf("NULL accepted\\n"); return 1; }
+            for (size_t i = 0; i < sizeof expected / sizeof expected[0]; i++) {
+                const char *n = NULL, *s = NULL, *n2 = NULL;
+                if (cuGetErrorName((CUresult)expected[i].code, &n) || cuGetErrorString((CUresult)expected[i].code, &s)
+                    || cuGetErrorName((CUresult)expected[i].code, &n2)) { printf("failed %%d\\n", expected[i].code); return 1; }
+                if (strcmp(n, expected[i].name) || strcmp(s, expected[i].text) || n != n2) {
+                    printf("mismatch %%d: %%s / %%s\\n", expected[i].code, n, s); return 1; }
+            }
+            const char *p = (const char *)1;
+            if (cuGetErrorName((CUresult)12345, &p) != CUDA_ERROR_INVALID_VALUE || p != NULL) { printf("bad code\\n"); return 1; }
+            printf("PASS\\n");
+            return 0;
+        }
+    """ % table, f"-I{CUDA_INC}", f"-L{shim_libdir}", "-lcuda", f"-Wl,-rpath,{shim_libdir}")
+    r = subprocess.run([exe], capture_output=True, text=True, env=clean_env(), cwd=str(tmp_path), timeout=120)
+    assert r.returncode == 0 and "PASS" in r.stdout, r.stdout + r.stderr
+
+
+@needs_gcc
+def test_dlopen_rtld_local_and_threads(shim_libdir, tmp_path):
+    """dlopen(RTLD_LOCAL) from C, first call from a worker thread, 8 threads calling at once; Python
+    extension modules (ctypes) still import inside, so libpython's symbols were made global."""
+    exe = compile_c(tmp_path, "threads", """
+        #include <dlfcn.h>
+        #include <pthread.h>
+        #include <stdio.h>
+        #include <string.h>
+        typedef int (*version_fn)(int *);
+        typedef int (*name_fn)(int, const char **);
+        static version_fn version; static name_fn error_name;
+        static void *work(void *arg) {
+            long bad = 0;
+            for (int i = 0; i < 2000; i++) {
+                int v = -1; const char *n = NULL;
+                if (version(&v) != 0 || v != 13000) bad++;
+                if (error_name(2, &n) != 0 || strcmp(n, "CUDA_ERROR_OUT_OF_MEMORY") != 0) bad++;
+            }
+            return (void *)bad;
+        }
+        int main(int argc, char **argv) {
+            void *h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+            if (!h) { printf("dlopen: %s\\n", dlerror()); return 1; }
+            version = (version_fn)dlsym(h, "cuDriverGetVersion");
+            error_name = (name_fn)dlsym(h, "cuGetErrorName");
+            if (!version || !error_name) { printf("dlsym failed\\n"); return 1; }
+            pthread_t t[8]; long total = 0;
+            for (int i = 0; i < 8; i++) pthread_create(&t[i], NULL, work, NULL);
+            for (int i = 0; i < 8; i++) { void *r; pthread_join(t[i], &r); total += (long)r; }
+            printf("bad=%ld\\n", total);
+            return total != 0;
+        }
+    """, "-pthread", "-ldl")
+    r = subprocess.run([exe, os.path.join(shim_libdir, "libcuda.so.1")], capture_output=True, text=True,
+                       env=clean_env(), cwd=str(tmp_path), timeout=300)
+    assert r.returncode == 0 and "bad=0" in r.stdout, r.stdout + r.stderr
+
+
+def _unimplemented_names(count):
+    names = [f["name"] for f in FUNCTIONS if not dispatch.implemented(f["name"])]
+    if len(names) < count:
+        pytest.skip("fewer unimplemented functions left than this test needs")
+    return names[-count:]
+
+
+def test_unimplemented_returns_801_and_logs_once(shim_libdir, tmp_path):
+    """From a fresh Python process (no PYTHONPATH, another working directory): ctypes loads the shim,
+    an unimplemented symbol answers CUDA_ERROR_NOT_SUPPORTED, and ZLUDA_LOG=1 names it exactly once."""
+    names = _unimplemented_names(2)
+    log_file = tmp_path / "zluda.log"
+    script = textwrap.dedent(f"""
+        import ctypes, sys
+        lib = ctypes.CDLL({os.path.join(shim_libdir, 'libcuda.so.1')!r})
+        results = [getattr(lib, n)() for n in {names!r} for _ in range(3)]
+        print(results)
+        import zluda_py  # the shim put its own package on sys.path
+        print(zluda_py.__file__)
+    """)
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=str(tmp_path),
+                       env=clean_env(ZLUDA_LOG="1", ZLUDA_LOG_FILE=str(log_file)), timeout=120)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0] == str([801] * 6)
+    assert os.path.realpath(lines[1]).startswith(os.path.realpath(REPO))
+    logged = log_file.read_text().splitlines()
+    for n in names:
+        assert sum(1 for line in logged if line.split()[1].rstrip(":") == n) == 1, logged
+
+
+def test_unimplemented_silent_without_log(shim_libdir, tmp_path):
+    name = _unimplemented_names(1)[0]
+    script = (f"import ctypes; lib = ctypes.CDLL({os.path.join(shim_libdir, 'libcuda.so.1')!r}); "
+              f"print(lib.{name}())")
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=str(tmp_path),
+                       env=clean_env(), timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "801" and r.stderr == "", r.stderr
+
+
+def test_ctypes_threads_in_running_python(shim_libdir):
+    """The shim loaded into this very interpreter (as numba or cuda-python would) from 8 threads."""
+    import ctypes
+    import threading
+    lib = ctypes.CDLL(os.path.join(shim_libdir, "libcuda.so.1"))
+    errors = []
+
+    def work():
+        for _ in range(300):
+            v = ctypes.c_int(-1)
+            if lib.cuDriverGetVersion(ctypes.byref(v)) != 0 or v.value != 13000:
+                errors.append(v.value)
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
