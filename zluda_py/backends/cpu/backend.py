@@ -1,0 +1,53 @@
+"""The CPU backend: device memory is host memory, streams are worker queues, kernels are host machine code."""
+
+from __future__ import annotations
+
+from zluda_py.backends.base import Backend, DeviceProperties
+from zluda_py.backends.cpu import device_info
+from zluda_py.backends.cpu.device_attributes import cpu_attributes
+from zluda_py.backends.cpu.event import CpuEvent
+from zluda_py.backends.cpu.memory import HostMemory
+from zluda_py.backends.cpu.stream import CpuStream
+
+
+class CpuBackend(Backend):
+    name = "cpu"
+
+    def __init__(self):
+        self.memory = HostMemory()
+        self._devices = None
+
+    @classmethod
+    def probe(cls) -> tuple[bool, str]:
+        return True, "the CPU backend runs everywhere"
+
+    def devices(self) -> list[DeviceProperties]:
+        if self._devices is None:
+            cc = device_info.compute_capability()
+            pci = (0, 0, 0)
+            attrs = cpu_attributes(cc, device_info.usable_cores(), device_info.clock_khz(),
+                                   device_info.l2_cache_bytes(), pci)
+            self._devices = [DeviceProperties(
+                name=f"ZLUDA CPU ({device_info.cpu_model()})", uuid=device_info.device_uuid(0),
+                pci_domain=pci[0], pci_bus=pci[1], pci_device=pci[2], total_mem=self.memory.total,
+                cc_major=cc[0], cc_minor=cc[1], attributes=attrs)]
+        return self._devices
+
+    def mem_alloc(self, device: int, size: int, kind: str = "device") -> int:
+        return self.memory.alloc(size)
+
+    def mem_free(self, ptr: int) -> None:
+        self.memory.free(ptr)
+
+    def mem_info(self, device: int) -> tuple[int, int]:
+        return self.memory.info()
+
+    def stream_create(self, device: int, flags: int = 0, priority: int = 0) -> CpuStream:
+        return CpuStream(flags, priority)
+
+    def event_create(self, flags: int = 0) -> CpuEvent:
+        return CpuEvent(flags)
+
+    def module_load(self, device: int, ptx_text: str, name: str = ""):
+        from zluda_py.backends.cpu.module import load_module
+        return load_module(ptx_text, name)

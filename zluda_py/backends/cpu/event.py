@@ -1,0 +1,71 @@
+"""CPU events: each record creates a Completion that the stream's worker stamps with the time when all
+earlier work on that stream has finished; waiting blocks on a lock (never spins)."""
+
+import threading
+import time
+
+from zluda_py.backends.base import BackendEvent
+from zluda_py.errors import CudaError, CUDA_ERROR_INVALID_HANDLE, CUDA_ERROR_NOT_READY
+
+_waiters_lock = threading.Lock()
+
+
+class Completion:
+    """One point in a stream's order: done once the worker reaches it; `time_ns` is when it did."""
+
+    __slots__ = ("done", "time_ns", "_waiters")
+
+    def __init__(self):
+        self.done = False
+        self.time_ns = 0
+        self._waiters = None
+
+    def complete(self) -> None:
+        self.time_ns = time.perf_counter_ns()
+        with _waiters_lock:
+            self.done = True
+            waiters, self._waiters = self._waiters, None
+        if waiters:
+            for lock in waiters:
+                lock.release()
+
+    def wait(self) -> None:
+        if self.done:
+            return
+        lock = threading.Lock()
+        lock.acquire()
+        with _waiters_lock:
+            if self.done:
+                return
+            if self._waiters is None:
+                self._waiters = []
+            self._waiters.append(lock)
+        lock.acquire()
+
+
+class CpuEvent(BackendEvent):
+    """flags are CUevent_flags; timing is always taken (it is one clock read), the driver enforces
+    CU_EVENT_DISABLE_TIMING."""
+
+    __slots__ = ("flags", "last")
+
+    def __init__(self, flags: int = 0):
+        self.flags = flags
+        self.last: Completion | None = None
+
+    def query(self) -> bool:
+        c = self.last
+        return c is None or c.done
+
+    def synchronize(self) -> None:
+        c = self.last
+        if c is not None:
+            c.wait()
+
+    def elapsed_ms(self, start: "CpuEvent") -> float:
+        a, b = start.last, self.last
+        if a is None or b is None:
+            raise CudaError(CUDA_ERROR_INVALID_HANDLE, "event has not been recorded")
+        if not (a.done and b.done):
+            raise CudaError(CUDA_ERROR_NOT_READY, "event has not completed yet")
+        return (b.time_ns - a.time_ns) / 1e6

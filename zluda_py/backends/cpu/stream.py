@@ -1,0 +1,184 @@
+"""CPU streams: an in-order queue of device work drained by a thread of the shared worker pool, so work runs
+asynchronously with the host; small work on an idle stream runs inline on the caller (same observable order,
+no thread hop)."""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+
+from zluda_py import log
+from zluda_py.backends.base import BackendStream
+from zluda_py.backends.cpu import libc
+from zluda_py.backends.cpu.event import Completion, CpuEvent
+from zluda_py.backends.cpu.workers import POOL
+from zluda_py.errors import (CudaError, CUDA_ERROR_ASSERT, CUDA_ERROR_LAUNCH_FAILED,
+                             CUDA_ERROR_ILLEGAL_ADDRESS, CUDA_ERROR_UNKNOWN)
+
+# Copies and fills up to this size run inline on an idle stream: a thread hop costs more than the work.
+INLINE_BYTES = 64 * 1024
+
+_FAULT_CODES = {"trap": CUDA_ERROR_LAUNCH_FAILED, "assert": CUDA_ERROR_ASSERT,
+                "fault": CUDA_ERROR_ILLEGAL_ADDRESS}
+
+
+def _fill(ptr: int, value: int, elem_size: int, count: int, pitch: int, height: int) -> None:
+    import numpy as np
+    if elem_size == 1 and (height == 1 or pitch == count):
+        libc.memset(ptr, value & 0xFF, count * height)
+        return
+    dtype = {1: np.uint8, 2: np.uint16, 4: np.uint32}[elem_size]
+    row_bytes = count * elem_size
+    if height == 1:
+        np.frombuffer(libc.ffi.buffer(libc.ffi.cast("char *", ptr), row_bytes), dtype)[:] = value
+        return
+    span = pitch * (height - 1) + row_bytes
+    view = np.ndarray((height, count), dtype, libc.ffi.buffer(libc.ffi.cast("char *", ptr), span),
+                      strides=(pitch, elem_size))
+    view[...] = value
+
+
+def _copy_2d(dst: int, dpitch: int, src: int, spitch: int, width: int, height: int) -> None:
+    if height <= 1 or (dpitch == width and spitch == width):
+        libc.memmove(dst, src, width * height)
+        return
+    for row in range(height):
+        libc.memmove(dst + row * dpitch, src + row * spitch, width)
+
+
+class CpuStream(BackendStream):
+    """`on_fault(CudaError)` (set by the driver) is told when a kernel traps so the context's sticky error
+    is set at once; the stream itself also remembers the first fault and raises it from synchronize()."""
+
+    def __init__(self, flags: int = 0, priority: int = 0):
+        self.flags = flags
+        self.priority = priority
+        self.on_fault = None
+        self.fault: CudaError | None = None
+        self._lock = threading.Lock()
+        self._drained = threading.Condition(self._lock)
+        self._tasks: deque = deque()
+        self._busy = False
+        self._submitted = 0
+        self._completed = 0
+
+    # --- queue machinery -------------------------------------------------------------------------------
+    def enqueue(self, fn, inline: bool = False) -> int:
+        """Queue fn (no arguments) behind earlier work; returns its sequence number. inline=True lets an
+        idle stream run it right here."""
+        with self._lock:
+            self._submitted += 1
+            seq = self._submitted
+            if not (inline and not self._busy):
+                self._tasks.append((seq, fn))
+                if not self._busy:
+                    self._busy = True
+                    POOL.submit(self._drain)
+                return seq
+            self._busy = True
+        self._run(fn)
+        with self._lock:
+            self._completed = seq
+            if self._tasks:
+                POOL.submit(self._drain)
+            else:
+                self._busy = False
+                self._drained.notify_all()
+        return seq
+
+    def _run(self, fn) -> None:
+        try:
+            fn()
+        except CudaError as e:
+            self._report(e)
+        except BaseException as e:  # noqa: BLE001 - a worker must never die or leak a Python error
+            self._report(CudaError(CUDA_ERROR_UNKNOWN, f"stream task failed: {type(e).__name__}: {e}"))
+
+    def _report(self, err: CudaError) -> None:
+        log.error(f"stream work failed: {err}")
+        if self.fault is None:
+            self.fault = err
+        cb = self.on_fault
+        if cb is not None:
+            try:
+                cb(err)
+            except BaseException:  # noqa: BLE001
+                pass
+
+    def _drain(self) -> None:
+        while True:
+            with self._lock:
+                if not self._tasks:
+                    self._busy = False
+                    self._drained.notify_all()
+                    return
+                seq, fn = self._tasks.popleft()
+            self._run(fn)
+            del fn
+            with self._lock:
+                self._completed = seq
+
+    def completed_through(self, seq: int) -> bool:
+        return self._completed >= seq
+
+    # --- BackendStream ---------------------------------------------------------------------------------
+    def copy(self, dst: int, src: int, size: int) -> None:
+        if size:
+            self.enqueue(lambda: libc.memmove(dst, src, size), inline=size <= INLINE_BYTES)
+
+    def copy_2d(self, dst: int, dpitch: int, src: int, spitch: int, width: int, height: int) -> None:
+        if width and height:
+            self.enqueue(lambda: _copy_2d(dst, dpitch, src, spitch, width, height),
+                         inline=width * height <= INLINE_BYTES)
+
+    def memset(self, ptr: int, value: int, elem_size: int, count: int, pitch: int = 0, height: int = 1) -> None:
+        if count and height:
+            pitch = pitch or count * elem_size
+            self.enqueue(lambda: _fill(ptr, value, elem_size, count, pitch, height),
+                         inline=count * elem_size * height <= INLINE_BYTES)
+
+    def launch(self, function, grid: tuple, block: tuple, shared_bytes: int, params: bytes,
+               cooperative: bool = False) -> None:
+        # The packed parameters are copied now: the caller may reuse its buffer as soon as we return.
+        buf = libc.ffi.new("char[]", max(len(params), 1))
+        libc.ffi.memmove(buf, params, len(params))
+
+        def run():
+            if self.fault is not None:
+                return  # the context is dead after a fault, as on a GPU; later kernels do not run
+            from ptx.errors import KernelFault
+            try:
+                function.launch_raw(tuple(grid), tuple(block), int(libc.ffi.cast("uintptr_t", buf)),
+                                    shared_bytes)
+            except KernelFault as e:
+                raise CudaError(_FAULT_CODES.get(e.kind, CUDA_ERROR_LAUNCH_FAILED),
+                                f"kernel {getattr(function, 'name', '?')} stopped: {e}") from None
+        self.enqueue(run)
+
+    def host_func(self, fn) -> None:
+        self.enqueue(fn)
+
+    def record(self, event: CpuEvent) -> None:
+        c = Completion()
+        event.last = c
+        self.enqueue(c.complete, inline=True)
+
+    def wait(self, event: CpuEvent) -> None:
+        c = event.last
+        if c is not None and not c.done:
+            self.enqueue(c.wait)
+
+    def query(self) -> bool:
+        return not self._busy and not self._tasks
+
+    def synchronize(self) -> None:
+        with self._lock:
+            while self._busy:
+                self._drained.wait()
+        if self.fault is not None:
+            raise self.fault
+
+    def destroy(self) -> None:
+        # Pending work still runs (cuStreamDestroy returns at once on a GPU too); the pool thread holding
+        # the drain keeps this object alive only until the queue is empty.
+        pass

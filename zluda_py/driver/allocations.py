@@ -1,0 +1,107 @@
+"""The index of every memory range the driver handed out (device, page-locked host, managed, registered,
+pool): a sorted list of base addresses, so any address maps to its allocation in O(log n). Copies, frees
+and pointer attributes all check against it."""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import threading
+
+from zluda_py.errors import CudaError, CUDA_ERROR_INVALID_VALUE
+
+_buffer_ids = itertools.count(1)
+
+
+class Allocation:
+    """kind: 'device', 'host' (cuMemHostAlloc/cuMemAllocHost), 'managed', 'registered'
+    (cuMemHostRegister), 'pool' (cuMemAllocAsync)."""
+
+    __slots__ = ("base", "size", "kind", "ctx", "device", "flags", "buffer_id", "pool", "freeing", "sync_memops")
+
+    def __init__(self, base, size, kind, ctx, device, flags=0, pool=None):
+        self.base = base
+        self.size = size
+        self.kind = kind
+        self.ctx = ctx
+        self.device = device
+        self.flags = flags
+        self.pool = pool
+        self.buffer_id = next(_buffer_ids)
+        self.freeing = False
+        self.sync_memops = 0
+
+    @property
+    def end(self) -> int:
+        return self.base + self.size
+
+
+class AllocationIndex:
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._bases: list = []
+        self._by_base: dict = {}
+
+    def add(self, a: Allocation) -> None:
+        with self._lock:
+            bisect.insort(self._bases, a.base)
+            self._by_base[a.base] = a
+
+    def remove(self, a: Allocation) -> None:
+        with self._lock:
+            if self._by_base.get(a.base) is a:
+                del self._by_base[a.base]
+                i = bisect.bisect_left(self._bases, a.base)
+                del self._bases[i]
+
+    def at_base(self, base: int) -> Allocation | None:
+        return self._by_base.get(base)
+
+    def find(self, addr: int) -> Allocation | None:
+        """The allocation containing `addr`, or None."""
+        a = self._by_base.get(addr)
+        if a is not None:
+            return a
+        bases = self._bases
+        i = bisect.bisect_right(bases, addr) - 1
+        if i < 0:
+            return None
+        try:
+            a = self._by_base[bases[i]]
+        except (KeyError, IndexError):
+            return None
+        return a if addr < a.end else None
+
+    def owned_by(self, ctx) -> list:
+        with self._lock:
+            return [a for a in self._by_base.values() if a.ctx is ctx]
+
+    def __len__(self):
+        return len(self._by_base)
+
+
+INDEX = AllocationIndex()
+
+
+def device_range(addr: int, size: int, what: str = "device pointer") -> Allocation:
+    """The allocation holding all of [addr, addr+size); INVALID_VALUE for freed, foreign or short ranges."""
+    a = INDEX.find(addr)
+    if a is None:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{what} {addr:#x} is not allocated memory")
+    if addr + size > a.end:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE,
+                        f"{what} range {addr:#x}+{size} runs past its allocation "
+                        f"{a.base:#x}+{a.size} by {addr + size - a.end} bytes")
+    return a
+
+
+def any_range(addr: int, size: int, what: str = "pointer") -> Allocation | None:
+    """For pointers that may be pageable host memory (unified addressing): None when unknown, else the
+    allocation, checked to hold the whole range."""
+    if not addr:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{what} is NULL")
+    a = INDEX.find(addr)
+    if a is not None and addr + size > a.end:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE,
+                        f"{what} range {addr:#x}+{size} runs past its allocation {a.base:#x}+{a.size}")
+    return a

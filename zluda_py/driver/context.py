@@ -1,0 +1,446 @@
+"""Contexts: primary contexts (one per device, retained/released), created contexts, the per-thread context
+stack, and the per-context state other areas hang off (streams, limits, the sticky error).
+
+For other driver modules:
+    current_context()              the calling thread's current Context, or the CUresult CUDA gives
+    context_from_handle(h)         a live Context from a CUcontext (0 -> current)
+    primary_context_handle(dev)    the primary context's handle without retaining it (export tables)
+    ctx.set_sticky_error(code, m)  after a kernel trap: every later call in the context returns `code`
+    ctx.on_teardown(fn)            fn(ctx) runs when the context is destroyed / reset / finally released
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import weakref
+
+from zluda_py import cmem, handles, log
+from zluda_py.dispatch import export
+from zluda_py.driver import init
+from zluda_py.driver.device import device_props
+from zluda_py.errors import (NAME_OF, CudaError, CUDA_ERROR_CONTEXT_IS_DESTROYED, CUDA_ERROR_INVALID_CONTEXT,
+                             CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_UNSUPPORTED_LIMIT,
+                             CUDA_ERROR_PRIMARY_CONTEXT_ACTIVE)
+
+CU_CTX_SCHED_MASK = 0x07
+CU_CTX_FLAGS_MASK = 0xFF
+_VALID_SCHED = (0, 1, 2, 4)
+API_VERSION = 3020            # what NVIDIA's driver reports for every context since CUDA 3.2
+STREAM_PRIORITY_LEAST = 0
+STREAM_PRIORITY_GREATEST = -5
+
+# CUlimit -> (default, settable)
+_LIMIT_DEFAULTS = {
+    0: 1024,          # CU_LIMIT_STACK_SIZE
+    1: 1 << 20,       # CU_LIMIT_PRINTF_FIFO_SIZE
+    2: 8 << 20,       # CU_LIMIT_MALLOC_HEAP_SIZE
+    3: 2,             # CU_LIMIT_DEV_RUNTIME_SYNC_DEPTH
+    4: 2048,          # CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT
+    5: 128,           # CU_LIMIT_MAX_L2_FETCH_GRANULARITY
+    6: 0,             # CU_LIMIT_PERSISTING_L2_CACHE_SIZE
+    7: 48 * 1024,     # CU_LIMIT_SHMEM_SIZE
+    8: 0,             # CU_LIMIT_CIG_ENABLED
+    9: 0,             # CU_LIMIT_CIG_SHMEM_FALLBACK_ENABLED
+}
+
+_ids = itertools.count(1)
+_lock = threading.RLock()
+_tls = threading.local()
+_primary: dict = {}
+_TEARDOWN_HOOKS: list = []   # module-level fn(ctx) hooks: memory, streams, events register here
+
+
+def on_any_teardown(fn):
+    """Register fn(ctx) to run for every context's teardown (driver areas that own per-context objects)."""
+    _TEARDOWN_HOOKS.append(fn)
+    return fn
+
+
+class Context:
+    def __init__(self, device: int, flags: int, primary: bool):
+        self.device = device
+        self.flags = flags
+        self.primary = primary
+        self.id = next(_ids)
+        self.refcount = 0
+        self.active = not primary
+        self.destroyed = False
+        self.sticky_error = 0
+        self.sticky_message = ""
+        self.limits = dict(_LIMIT_DEFAULTS)
+        self.cache_config = 0
+        self.shared_config = 0
+        self.streams: set = set()                 # live user streams (driver Stream objects)
+        self.events: set = set()                  # live events (driver Event objects)
+        self.per_thread_streams = weakref.WeakSet()
+        self.legacy = None                        # the legacy default stream, made on first use
+        self._hooks: list = []
+        handles.new(self)
+
+    def __repr__(self):
+        return f"<Context {self.handle:#x} dev={self.device}{' primary' if self.primary else ''}>"
+
+    # --- for other driver areas ------------------------------------------------------------------------
+    def on_teardown(self, fn) -> None:
+        self._hooks.append(fn)
+
+    def set_sticky_error(self, code: int, message: str = "") -> None:
+        if not self.sticky_error:
+            self.sticky_error = code
+            self.sticky_message = message
+            log.error(f"context {self.handle:#x}: {NAME_OF.get(code, code)} is now sticky: {message}")
+
+    def check_sticky(self) -> None:
+        if self.sticky_error:
+            raise CudaError(self.sticky_error, f"an earlier kernel failed: {self.sticky_message}")
+
+    def all_streams(self) -> list:
+        out = list(self.streams)
+        out.extend(list(self.per_thread_streams))
+        if self.legacy is not None:
+            out.append(self.legacy)
+        return out
+
+    def synchronize(self, check: bool = True) -> None:
+        """Wait for every stream of the context; raise the sticky error (if `check`)."""
+        for s in self.all_streams():
+            try:
+                s.backend.synchronize()
+            except CudaError as e:
+                self.set_sticky_error(e.code, e.message)
+        if check:
+            self.check_sticky()
+
+    def teardown(self) -> None:
+        """Release everything the context owns (destroy, reset, last primary release)."""
+        self.synchronize(check=False)
+        for fn in self._hooks + _TEARDOWN_HOOKS:
+            try:
+                fn(self)
+            except Exception as e:  # noqa: BLE001 - teardown must finish
+                log.error(f"context teardown hook {fn!r} failed: {e}")
+        self._hooks = []
+        self.streams.clear()
+        self.legacy = None
+        self.sticky_error = 0
+        self.sticky_message = ""
+        self.limits = dict(_LIMIT_DEFAULTS)
+
+
+def _stack() -> list:
+    st = getattr(_tls, "stack", None)
+    if st is None:
+        st = _tls.stack = []
+    return st
+
+
+def current_context(check_sticky: bool = True) -> Context:
+    """The calling thread's current context. INVALID_CONTEXT when none, CONTEXT_IS_DESTROYED when it was
+    destroyed, its sticky error after a kernel fault (unless check_sticky is False)."""
+    st = getattr(_tls, "stack", None)
+    if not st:
+        init.require_init()
+        raise CudaError(CUDA_ERROR_INVALID_CONTEXT, "no current context on this thread")
+    ctx = st[-1]
+    if ctx.destroyed:
+        raise CudaError(CUDA_ERROR_CONTEXT_IS_DESTROYED, f"the current context {ctx.handle:#x} was destroyed")
+    if check_sticky and ctx.sticky_error:
+        ctx.check_sticky()
+    return ctx
+
+
+def current_context_or_none():
+    st = getattr(_tls, "stack", None)
+    return st[-1] if st else None
+
+
+def context_from_handle(h: int, check_sticky: bool = False) -> Context:
+    """The live context behind CUcontext `h`; h == 0 means the current context."""
+    if h == 0:
+        return current_context(check_sticky)
+    init.require_init()
+    ctx = handles.get(h, Context, CUDA_ERROR_INVALID_CONTEXT, "context")
+    if check_sticky:
+        ctx.check_sticky()
+    return ctx
+
+
+def primary_context(dev: int) -> Context:
+    ctx = _primary.get(dev)
+    if ctx is None:
+        device_props(dev)
+        with _lock:
+            ctx = _primary.get(dev)
+            if ctx is None:
+                ctx = _primary[dev] = Context(dev, 0, primary=True)
+    return ctx
+
+
+def primary_context_handle(device: int) -> int:
+    """The device's primary context handle, without retaining or activating it (cudart's CUDART_INTERFACE
+    slot 2); the handle works as the current context while inactive."""
+    return primary_context(device).handle
+
+
+def _check_flags(flags: int) -> None:
+    if flags & ~CU_CTX_FLAGS_MASK or (flags & CU_CTX_SCHED_MASK) not in _VALID_SCHED:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, f"invalid context flags {flags:#x}")
+
+
+# --- primary contexts ----------------------------------------------------------------------------------
+@export("cuDevicePrimaryCtxRetain")
+def primary_ctx_retain(pctx, dev):
+    if not pctx:
+        init.require_init()
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, "pctx is NULL")
+    ctx = primary_context(dev)
+    with _lock:
+        ctx.refcount += 1
+        ctx.active = True
+    cmem.write_ptr(pctx, ctx.handle)
+
+
+@export("cuDevicePrimaryCtxRelease", "cuDevicePrimaryCtxRelease_v2")
+def primary_ctx_release(dev):
+    ctx = primary_context(dev)
+    with _lock:
+        if ctx.refcount <= 0:
+            raise CudaError(CUDA_ERROR_INVALID_CONTEXT, f"primary context of device {dev} is not retained")
+        ctx.refcount -= 1
+        last = ctx.refcount == 0
+        if last:
+            ctx.active = False
+    if last:
+        ctx.teardown()
+
+
+@export("cuDevicePrimaryCtxGetState")
+def primary_ctx_get_state(dev, flags_out, active_out):
+    ctx = primary_context(dev)
+    if not flags_out or not active_out:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, "flags/active is NULL")
+    cmem.write_u32(flags_out, ctx.flags)
+    cmem.write_i32(active_out, 1 if ctx.active else 0)
+
+
+@export("cuDevicePrimaryCtxSetFlags_v2")
+def primary_ctx_set_flags(dev, flags):
+    ctx = primary_context(dev)
+    _check_flags(flags)
+    ctx.flags = flags
+
+
+@export("cuDevicePrimaryCtxSetFlags")
+def primary_ctx_set_flags_v1(dev, flags):
+    ctx = primary_context(dev)
+    _check_flags(flags)
+    if ctx.active:
+        raise CudaError(CUDA_ERROR_PRIMARY_CONTEXT_ACTIVE, "primary context is active (use the _v2 entry)")
+    ctx.flags = flags
+
+
+@export("cuDevicePrimaryCtxReset", "cuDevicePrimaryCtxReset_v2")
+def primary_ctx_reset(dev):
+    ctx = primary_context(dev)
+    with _lock:
+        ctx.refcount = 0
+        ctx.active = False
+    ctx.teardown()
+    ctx.flags = 0
+
+
+# --- created contexts ----------------------------------------------------------------------------------
+def _create(pctx, flags, dev):
+    if not pctx:
+        init.require_init()
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, "pctx is NULL")
+    device_props(dev)
+    _check_flags(flags)
+    ctx = Context(dev, flags, primary=False)
+    _stack().append(ctx)
+    cmem.write_ptr(pctx, ctx.handle)
+
+
+@export("cuCtxCreate", "cuCtxCreate_v2")
+def ctx_create(pctx, flags, dev):
+    _create(pctx, flags, dev)
+
+
+@export("cuCtxCreate_v3")
+def ctx_create_v3(pctx, params, num_params, flags, dev):
+    if num_params < 0 or (num_params and not params):
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, "bad execution affinity parameters")
+    _create(pctx, flags, dev)
+
+
+@export("cuCtxCreate_v4")
+def ctx_create_v4(pctx, create_params, flags, dev):
+    # Execution affinity and CIG parameters have no meaning on a CPU; they are accepted and ignored.
+    _create(pctx, flags, dev)
+
+
+@export("cuCtxDestroy", "cuCtxDestroy_v2")
+def ctx_destroy(h):
+    if not h:
+        init.require_init()
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, "ctx is NULL")
+    ctx = context_from_handle(h)
+    if ctx.primary:
+        raise CudaError(CUDA_ERROR_INVALID_CONTEXT, "a primary context cannot be destroyed with cuCtxDestroy")
+    ctx.teardown()
+    ctx.destroyed = True
+    handles.remove(ctx.handle)
+    st = _stack()
+    if ctx in st:
+        st.remove(ctx)
+
+
+@export("cuCtxPushCurrent", "cuCtxPushCurrent_v2")
+def ctx_push_current(h):
+    if not h:
+        init.require_init()
+        raise CudaError(CUDA_ERROR_INVALID_CONTEXT, "ctx is NULL")
+    _stack().append(context_from_handle(h))
+
+
+@export("cuCtxPopCurrent", "cuCtxPopCurrent_v2")
+def ctx_pop_current(pctx):
+    init.require_init()
+    st = _stack()
+    if not st:
+        raise CudaError(CUDA_ERROR_INVALID_CONTEXT, "the context stack is empty")
+    ctx = st.pop()
+    if pctx:
+        cmem.write_ptr(pctx, ctx.handle)
+
+
+@export("cuCtxSetCurrent")
+def ctx_set_current(h):
+    init.require_init()
+    st = _stack()
+    if not h:
+        if st:
+            st.pop()
+        return
+    ctx = context_from_handle(h)
+    if st:
+        st[-1] = ctx
+    else:
+        st.append(ctx)
+
+
+@export("cuCtxGetCurrent")
+def ctx_get_current(pctx):
+    init.require_init()
+    ctx = current_context_or_none()
+    cmem.write_ptr(pctx, ctx.handle if ctx is not None and not ctx.destroyed else 0, "pctx")
+
+
+@export("cuCtxGetDevice")
+def ctx_get_device(device_out):
+    if not device_out:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, "device is NULL")
+    cmem.write_i32(device_out, current_context(False).device)
+
+
+@export("cuCtxGetDevice_v2")
+def ctx_get_device_v2(device_out, h):
+    ctx = context_from_handle(h)
+    cmem.write_i32(device_out, ctx.device, "device")
+
+
+@export("cuCtxSynchronize")
+def ctx_synchronize():
+    current_context(False).synchronize()
+
+
+@export("cuCtxSynchronize_v2")
+def ctx_synchronize_v2(h):
+    context_from_handle(h).synchronize()
+
+
+@export("cuCtxGetFlags")
+def ctx_get_flags(flags_out):
+    cmem.write_u32(flags_out, current_context(False).flags, "flags")
+
+
+@export("cuCtxSetFlags")
+def ctx_set_flags(flags):
+    ctx = current_context()
+    _check_flags(flags)
+    ctx.flags = flags
+
+
+@export("cuCtxGetId")
+def ctx_get_id(h, id_out):
+    ctx = context_from_handle(h)
+    cmem.write_u64(id_out, ctx.id, "ctxId")
+
+
+@export("cuCtxGetApiVersion")
+def ctx_get_api_version(h, version_out):
+    context_from_handle(h)
+    cmem.write_u32(version_out, API_VERSION, "version")
+
+
+@export("cuCtxGetLimit")
+def ctx_get_limit(value_out, limit):
+    ctx = current_context()
+    if limit not in ctx.limits:
+        raise CudaError(CUDA_ERROR_UNSUPPORTED_LIMIT, f"unknown limit {limit}")
+    cmem.write_u64(value_out, ctx.limits[limit], "pvalue")
+
+
+@export("cuCtxSetLimit")
+def ctx_set_limit(limit, value):
+    ctx = current_context()
+    if limit not in ctx.limits:
+        raise CudaError(CUDA_ERROR_UNSUPPORTED_LIMIT, f"unknown limit {limit}")
+    if limit == 5 and value not in (0, 32, 64, 128):
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, f"L2 fetch granularity {value} is not 0/32/64/128")
+    if limit == 7:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, "CU_LIMIT_SHMEM_SIZE is read-only")
+    if limit in (8, 9) and value not in (0, 1):
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, f"limit {limit} is a flag")
+    ctx.limits[limit] = value
+
+
+@export("cuCtxGetCacheConfig")
+def ctx_get_cache_config(out):
+    cmem.write_u32(out, current_context().cache_config, "pconfig")
+
+
+@export("cuCtxSetCacheConfig")
+def ctx_set_cache_config(config):
+    ctx = current_context()
+    if config not in (0, 1, 2, 3):
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, f"unknown cache config {config}")
+    ctx.cache_config = config
+
+
+@export("cuCtxGetSharedMemConfig")
+def ctx_get_shared_mem_config(out):
+    cmem.write_u32(out, current_context().shared_config, "pConfig")
+
+
+@export("cuCtxSetSharedMemConfig")
+def ctx_set_shared_mem_config(config):
+    ctx = current_context()
+    if config not in (0, 1, 2):
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, f"unknown shared memory config {config}")
+    ctx.shared_config = config
+
+
+@export("cuCtxGetStreamPriorityRange")
+def ctx_get_stream_priority_range(least_out, greatest_out):
+    current_context(False)
+    if least_out:
+        cmem.write_i32(least_out, STREAM_PRIORITY_LEAST)
+    if greatest_out:
+        cmem.write_i32(greatest_out, STREAM_PRIORITY_GREATEST)
+
+
+@export("cuCtxResetPersistingL2Cache")
+def ctx_reset_persisting_l2_cache():
+    current_context()

@@ -1,0 +1,193 @@
+"""Copies and fills: every cuMemcpy*/cuMemset* form (sync, Async, 2D, 3D, peer, _ptds/_ptsz), checked
+against the allocation index before anything is queued, then run in stream order by the backend.
+
+Synchronous forms are ordered on the legacy (or, for _ptds, the per-thread) default stream and return
+once done. Async forms follow CUDA's rules for pageable host memory: a copy to pageable memory completes
+before returning, a copy from it has consumed the source before returning."""
+
+from __future__ import annotations
+
+from zluda_py import cmem
+from zluda_py.dispatch import export
+from zluda_py.driver import context as ctxmod
+from zluda_py.driver.allocations import any_range, device_range
+from zluda_py.driver.stream import resolve_stream
+from zluda_py.errors import CudaError, CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_NOT_SUPPORTED
+
+CU_MEMORYTYPE_HOST = 1
+CU_MEMORYTYPE_DEVICE = 2
+CU_MEMORYTYPE_ARRAY = 3
+CU_MEMORYTYPE_UNIFIED = 4
+_PAGE_LOCKED = ("host", "registered")
+
+
+def _pair(name, impl, suffix):
+    """Export impl(per_thread, *args) as `name` (legacy default stream) and name+suffix (per-thread)."""
+    export(name)(lambda *a: impl(False, *a))
+    export(name + suffix)(lambda *a: impl(True, *a))
+
+
+def _run(stream, enqueue, sync: bool, src_pageable: bool = False, dst_pageable: bool = False) -> None:
+    bs = stream.begin()
+    enqueue(bs)
+    if sync or dst_pageable or (src_pageable and not bs.query()):
+        stream.synchronize()
+
+
+def _pageable(alloc) -> bool:
+    return alloc is None or alloc.kind not in _PAGE_LOCKED and alloc.kind not in ("device", "managed", "pool")
+
+
+def _copy(per_thread, dst, src, n, hstream, sync, dst_kind, src_kind):
+    """dst_kind/src_kind: 'device' (must be CUDA memory) or 'any' (unified addressing: host allowed)."""
+    stream = resolve_stream(hstream, per_thread)
+    if n == 0:
+        return
+    da = device_range(dst, n, "destination") if dst_kind == "device" else any_range(dst, n, "destination")
+    sa = device_range(src, n, "source") if src_kind == "device" else any_range(src, n, "source")
+    _run(stream, lambda bs: bs.copy(dst, src, n), sync, _pageable(sa), _pageable(da))
+
+
+_pair("cuMemcpyHtoD_v2", lambda pt, d, s, n: _copy(pt, d, s, n, 0, True, "device", "any"), "_ptds")
+_pair("cuMemcpyDtoH_v2", lambda pt, d, s, n: _copy(pt, d, s, n, 0, True, "any", "device"), "_ptds")
+_pair("cuMemcpyDtoD_v2", lambda pt, d, s, n: _copy(pt, d, s, n, 0, True, "device", "device"), "_ptds")
+_pair("cuMemcpy", lambda pt, d, s, n: _copy(pt, d, s, n, 0, True, "any", "any"), "_ptds")
+_pair("cuMemcpyHtoDAsync_v2", lambda pt, d, s, n, h: _copy(pt, d, s, n, h, False, "device", "any"), "_ptsz")
+_pair("cuMemcpyDtoHAsync_v2", lambda pt, d, s, n, h: _copy(pt, d, s, n, h, False, "any", "device"), "_ptsz")
+_pair("cuMemcpyDtoDAsync_v2", lambda pt, d, s, n, h: _copy(pt, d, s, n, h, False, "device", "device"), "_ptsz")
+_pair("cuMemcpyAsync", lambda pt, d, s, n, h: _copy(pt, d, s, n, h, False, "any", "any"), "_ptsz")
+
+
+def _peer(per_thread, dst, dst_ctx, src, src_ctx, n, hstream, sync):
+    ctxmod.context_from_handle(dst_ctx or -1)
+    ctxmod.context_from_handle(src_ctx or -1)
+    _copy(per_thread, dst, src, n, hstream, sync, "device", "device")
+
+
+_pair("cuMemcpyPeer", lambda pt, d, dc, s, sc, n: _peer(pt, d, dc, s, sc, n, 0, True), "_ptds")
+_pair("cuMemcpyPeerAsync", lambda pt, d, dc, s, sc, n, h: _peer(pt, d, dc, s, sc, n, h, False), "_ptsz")
+
+
+# --- 2D / 3D --------------------------------------------------------------------------------------------
+def _side(mem_type, host, device, what):
+    if mem_type == CU_MEMORYTYPE_HOST:
+        return host, "any"
+    if mem_type in (CU_MEMORYTYPE_DEVICE, CU_MEMORYTYPE_UNIFIED):
+        return device, "device" if mem_type == CU_MEMORYTYPE_DEVICE else "any"
+    if mem_type == CU_MEMORYTYPE_ARRAY:
+        raise CudaError(CUDA_ERROR_NOT_SUPPORTED, f"{what}: CUDA arrays are not implemented")
+    raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{what}: unknown memory type {mem_type}")
+
+
+def _check_span(ptr, kind, span, what):
+    if kind == "device":
+        return device_range(ptr, span, what)
+    return any_range(ptr, span, what)
+
+
+def _copy_3d(per_thread, pcopy, hstream, sync, peer=False):
+    stream = resolve_stream(hstream, per_thread)
+    if not pcopy:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, "pCopy is NULL")
+    q = [cmem.read_u64(pcopy + 8 * i) for i in range(25)]
+    sx, sy, sz, slod = q[0:4]
+    s_type = q[4] & 0xFFFFFFFF
+    s_host, s_dev, s_array, s_reserved, s_pitch, s_height = q[5:11]
+    dx, dy, dz, dlod = q[11:15]
+    d_type = q[15] & 0xFFFFFFFF
+    d_host, d_dev, d_array, d_reserved, d_pitch, d_height = q[16:22]
+    width, height, depth = q[22:25]
+    if not peer and (s_reserved or d_reserved):
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, "reserved0/reserved1 must be NULL")
+    if peer:
+        ctxmod.context_from_handle(s_reserved or -1)
+        ctxmod.context_from_handle(d_reserved or -1)
+    _copy_box(stream, sync,
+              (s_type, s_host, s_dev, sx, sy, sz, s_pitch, s_height),
+              (d_type, d_host, d_dev, dx, dy, dz, d_pitch, d_height),
+              width, height, depth)
+
+
+def _copy_2d(per_thread, pcopy, hstream, sync):
+    stream = resolve_stream(hstream, per_thread)
+    if not pcopy:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, "pCopy is NULL")
+    q = [cmem.read_u64(pcopy + 8 * i) for i in range(16)]
+    _copy_box(stream, sync,
+              (q[2] & 0xFFFFFFFF, q[3], q[4], q[0], q[1], 0, q[6], 0),
+              (q[9] & 0xFFFFFFFF, q[10], q[11], q[7], q[8], 0, q[13], 0),
+              q[14], q[15], 1)
+
+
+def _copy_box(stream, sync, src, dst, width, height, depth):
+    s_type, s_host, s_dev, sx, sy, sz, s_pitch, s_height = src
+    d_type, d_host, d_dev, dx, dy, dz, d_pitch, d_height = dst
+    s_ptr, s_kind = _side(s_type, s_host, s_dev, "source")
+    d_ptr, d_kind = _side(d_type, d_host, d_dev, "destination")
+    if width == 0 or height == 0 or depth == 0:
+        return
+    if (height > 1 or depth > 1) and (s_pitch < width or d_pitch < width):
+        raise CudaError(CUDA_ERROR_INVALID_VALUE,
+                        f"pitch (src {s_pitch}, dst {d_pitch}) smaller than WidthInBytes {width}")
+    if depth > 1 and (s_height < height or d_height < height):
+        raise CudaError(CUDA_ERROR_INVALID_VALUE,
+                        f"srcHeight {s_height} / dstHeight {d_height} smaller than Height {height}")
+    s_pitch = s_pitch or width
+    d_pitch = d_pitch or width
+    s_slice = s_pitch * max(s_height, height)
+    d_slice = d_pitch * max(d_height, height)
+    s_base = s_ptr + sz * s_slice + sy * s_pitch + sx
+    d_base = d_ptr + dz * d_slice + dy * d_pitch + dx
+    s_span = (depth - 1) * s_slice + (height - 1) * s_pitch + width
+    d_span = (depth - 1) * d_slice + (height - 1) * d_pitch + width
+    sa = _check_span(s_base, s_kind, s_span, "source")
+    da = _check_span(d_base, d_kind, d_span, "destination")
+
+    def enqueue(bs):
+        if depth > 1 and s_slice == s_pitch * height and d_slice == d_pitch * height \
+                and s_pitch == d_pitch:
+            bs.copy_2d(d_base, d_pitch, s_base, s_pitch, width, height * depth)
+            return
+        for z in range(depth):
+            bs.copy_2d(d_base + z * d_slice, d_pitch, s_base + z * s_slice, s_pitch, width, height)
+    _run(stream, enqueue, sync, _pageable(sa), _pageable(da))
+
+
+_pair("cuMemcpy2D_v2", lambda pt, p: _copy_2d(pt, p, 0, True), "_ptds")
+_pair("cuMemcpy2DUnaligned_v2", lambda pt, p: _copy_2d(pt, p, 0, True), "_ptds")
+_pair("cuMemcpy2DAsync_v2", lambda pt, p, h: _copy_2d(pt, p, h, False), "_ptsz")
+_pair("cuMemcpy3D_v2", lambda pt, p: _copy_3d(pt, p, 0, True), "_ptds")
+_pair("cuMemcpy3DAsync_v2", lambda pt, p, h: _copy_3d(pt, p, h, False), "_ptsz")
+_pair("cuMemcpy3DPeer", lambda pt, p: _copy_3d(pt, p, 0, True, peer=True), "_ptds")
+_pair("cuMemcpy3DPeerAsync", lambda pt, p, h: _copy_3d(pt, p, h, False, peer=True), "_ptsz")
+
+
+# --- memset ---------------------------------------------------------------------------------------------
+def _memset(per_thread, dst, value, elem_size, count, pitch, height, hstream, sync):
+    stream = resolve_stream(hstream, per_thread)
+    if dst % elem_size:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{dst:#x} is not {elem_size}-byte aligned")
+    if count == 0 or height == 0:
+        return
+    row = count * elem_size
+    if height > 1:
+        if pitch < row:
+            raise CudaError(CUDA_ERROR_INVALID_VALUE, f"dstPitch {pitch} < {row} bytes per row")
+        if pitch % elem_size:
+            raise CudaError(CUDA_ERROR_INVALID_VALUE, f"dstPitch {pitch} not a multiple of {elem_size}")
+    span = (height - 1) * pitch + row if height > 1 else row
+    device_range(dst, span, "destination")
+    mask = (1 << (8 * elem_size)) - 1
+    _run(stream, lambda bs: bs.memset(dst, value & mask, elem_size, count, pitch if height > 1 else 0, height),
+         sync)
+
+
+for _bits, _size in ((8, 1), (16, 2), (32, 4)):
+    _pair(f"cuMemsetD{_bits}_v2",
+          lambda pt, d, v, n, _e=_size: _memset(pt, d, v, _e, n, 0, 1, 0, True), "_ptds")
+    _pair(f"cuMemsetD2D{_bits}_v2",
+          lambda pt, d, p, v, w, h, _e=_size: _memset(pt, d, v, _e, w, p, h, 0, True), "_ptds")
+    _pair(f"cuMemsetD{_bits}Async",
+          lambda pt, d, v, n, s, _e=_size: _memset(pt, d, v, _e, n, 0, 1, s, False), "_ptsz")
+    _pair(f"cuMemsetD2D{_bits}Async",
+          lambda pt, d, p, v, w, h, s, _e=_size: _memset(pt, d, v, _e, w, p, h, s, False), "_ptsz")

@@ -1,0 +1,288 @@
+"""Memory allocation entry points: device, page-locked host, registered and managed memory, address ranges."""
+
+from __future__ import annotations
+
+from zluda_py import cmem
+from zluda_py.dispatch import export
+from zluda_py.driver import context as ctxmod, init
+from zluda_py.driver.allocations import INDEX, Allocation
+from zluda_py.errors import (CudaError, CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_NOT_FOUND,
+                             CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED, CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED,
+                             CUDA_ERROR_INVALID_DEVICE)
+
+PITCH_ALIGNMENT = 512
+CU_MEMHOSTALLOC_MASK = 0x7
+CU_MEMHOSTREGISTER_MASK = 0xF
+CU_MEM_ATTACH_GLOBAL = 0x1
+CU_MEM_ATTACH_HOST = 0x2
+CU_DEVICE_CPU = -1
+_DEVICE_SIDE = ("device", "managed", "pool")
+
+
+def allocate(ctx, size: int, kind: str, flags: int = 0, pool=None) -> Allocation:
+    """Backend memory of `size` bytes recorded in the allocation index as owned by `ctx`."""
+    if size <= 0:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, f"allocation size {size}")
+    addr = init.BACKEND.mem_alloc(ctx.device, size, "device" if kind == "pool" else kind)
+    a = Allocation(addr, size, kind, ctx, ctx.device, flags, pool)
+    INDEX.add(a)
+    return a
+
+
+def release(a: Allocation) -> None:
+    """Give an allocation back (after the work that may use it is done)."""
+    INDEX.remove(a)
+    if a.kind == "registered":
+        init.BACKEND.host_unregister(a.base)
+    else:
+        init.BACKEND.mem_free(a.base)
+
+
+def _quiesce(ctx) -> None:
+    # cuMemFree waits for the device like NVIDIA's: a kernel still running may use the memory.
+    if ctx is not None and not ctx.destroyed:
+        for s in ctx.all_streams():
+            if not s.backend.query():
+                ctx.synchronize(check=False)
+                return
+
+
+@ctxmod.on_any_teardown
+def _free_context_memory(ctx) -> None:
+    for a in INDEX.owned_by(ctx):
+        if a.kind == "pool" and a.pool is not None:
+            a.pool.discard(a)
+        else:
+            release(a)
+
+
+
+
+@export("cuMemAlloc_v2")
+def mem_alloc(dptr, size):
+    ctx = ctxmod.current_context()
+    if not dptr:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, "dptr is NULL")
+    cmem.write_ptr(dptr, allocate(ctx, size, "device").base)
+
+
+@export("cuMemAllocPitch_v2")
+def mem_alloc_pitch(dptr, ppitch, width, height, elem_size):
+    ctx = ctxmod.current_context()
+    if not dptr or not ppitch:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, "dptr or pPitch is NULL")
+    if elem_size not in (4, 8, 16):
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, f"ElementSizeBytes {elem_size} is not 4, 8 or 16")
+    if width == 0 or height == 0:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{width}x{height} allocation")
+    pitch = (width + PITCH_ALIGNMENT - 1) // PITCH_ALIGNMENT * PITCH_ALIGNMENT
+    a = allocate(ctx, pitch * height, "device")
+    cmem.write_ptr(dptr, a.base)
+    cmem.write_u64(ppitch, pitch)
+
+
+@export("cuMemFree_v2")
+def mem_free(dptr):
+    ctx = ctxmod.current_context()
+    if dptr == 0:
+        return
+    a = INDEX.at_base(dptr)
+    if a is None or a.kind not in _DEVICE_SIDE or a.freeing:
+        inside = INDEX.find(dptr)
+        why = "inside an allocation, not its start" if inside is not None and inside.base != dptr else \
+            "not device memory returned by cuMemAlloc (already freed?)"
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, f"cuMemFree({dptr:#x}): {why}")
+    a.freeing = True
+    _quiesce(a.ctx)
+    if a.kind == "pool" and a.pool is not None:
+        a.pool.give_back(a)
+    else:
+        release(a)
+    ctx.check_sticky()
+
+
+@export("cuMemGetInfo_v2")
+def mem_get_info(free_out, total_out):
+    ctx = ctxmod.current_context()
+    free, total = init.BACKEND.mem_info(ctx.device)
+    if free_out:
+        cmem.write_u64(free_out, free)
+    if total_out:
+        cmem.write_u64(total_out, total)
+
+
+@export("cuMemGetAddressRange_v2")
+def mem_get_address_range(pbase, psize, dptr):
+    ctxmod.current_context()
+    a = INDEX.find(dptr)
+    if a is None or a.kind == "registered":
+        raise CudaError(CUDA_ERROR_NOT_FOUND, f"{dptr:#x} is not in any allocation")
+    if pbase:
+        cmem.write_ptr(pbase, a.base)
+    if psize:
+        cmem.write_u64(psize, a.size)
+
+
+# --- page-locked host memory ----------------------------------------------------------------------------
+def _host_alloc(pp, size, flags):
+    ctx = ctxmod.current_context()
+    if not pp:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, "pp is NULL")
+    if flags & ~CU_MEMHOSTALLOC_MASK:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, f"invalid cuMemHostAlloc flags {flags:#x}")
+    cmem.write_ptr(pp, allocate(ctx, size, "host", flags).base)
+
+
+@export("cuMemAllocHost_v2", "cuMemAllocHost")
+def mem_alloc_host(pp, size):
+    _host_alloc(pp, size, 0)
+
+
+@export("cuMemHostAlloc")
+def mem_host_alloc(pp, size, flags):
+    _host_alloc(pp, size, flags)
+
+
+@export("cuMemFreeHost")
+def mem_free_host(p):
+    ctxmod.current_context()
+    a = INDEX.at_base(p)
+    if a is None or a.kind != "host" or a.freeing:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{p:#x} was not returned by cuMemHostAlloc/cuMemAllocHost")
+    a.freeing = True
+    _quiesce(a.ctx)
+    release(a)
+
+
+@export("cuMemHostGetDevicePointer_v2")
+def mem_host_get_device_pointer(pdptr, p, flags):
+    ctxmod.current_context()
+    if not pdptr:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, "pdptr is NULL")
+    if flags != 0:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, f"flags must be 0, got {flags:#x}")
+    a = INDEX.find(p)
+    if a is None or a.kind not in ("host", "registered"):
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{p:#x} is not page-locked host memory")
+    # Unified addressing: the device sees host memory at the same address.
+    cmem.write_ptr(pdptr, p)
+
+
+@export("cuMemHostGetFlags")
+def mem_host_get_flags(pflags, p):
+    ctxmod.current_context()
+    if not pflags:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, "pFlags is NULL")
+    a = INDEX.find(p)
+    if a is None or a.kind not in ("host", "registered"):
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{p:#x} is not page-locked host memory")
+    cmem.write_u32(pflags, a.flags)
+
+
+@export("cuMemHostRegister_v2", "cuMemHostRegister")
+def mem_host_register(p, size, flags):
+    ctx = ctxmod.current_context()
+    if not p or size == 0:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, "NULL pointer or zero size")
+    if flags & ~CU_MEMHOSTREGISTER_MASK:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, f"invalid cuMemHostRegister flags {flags:#x}")
+    if INDEX.find(p) is not None or INDEX.find(p + size - 1) is not None or _overlaps(p, size):
+        raise CudaError(CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED, f"{p:#x}+{size} overlaps CUDA memory")
+    addr = init.BACKEND.host_register(p, size)
+    INDEX.add(Allocation(addr, size, "registered", ctx, ctx.device, flags))
+
+
+def _overlaps(p, size):
+    import bisect
+    bases = INDEX._bases
+    i = bisect.bisect_left(bases, p)
+    return i < len(bases) and bases[i] < p + size
+
+
+@export("cuMemHostUnregister")
+def mem_host_unregister(p):
+    ctxmod.current_context()
+    a = INDEX.at_base(p)
+    if a is None or a.kind != "registered":
+        raise CudaError(CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED, f"{p:#x} is not a registered range's start")
+    _quiesce(a.ctx)
+    release(a)
+
+
+# --- managed memory -------------------------------------------------------------------------------------
+@export("cuMemAllocManaged")
+def mem_alloc_managed(dptr, size, flags):
+    ctx = ctxmod.current_context()
+    if not dptr:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, "dptr is NULL")
+    if flags not in (CU_MEM_ATTACH_GLOBAL, CU_MEM_ATTACH_HOST):
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, f"flags must be CU_MEM_ATTACH_GLOBAL or _HOST, got {flags:#x}")
+    cmem.write_ptr(dptr, allocate(ctx, size, "managed", flags).base)
+
+
+def _managed_range(ptr, count):
+    a = INDEX.find(ptr)
+    if count == 0 or (a is not None and ptr + count > a.end):
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, f"range {ptr:#x}+{count} is not within one allocation")
+    # Pageable memory is device-accessible here (CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS = 1).
+
+
+def _check_device_or_cpu(dev):
+    if dev != CU_DEVICE_CPU and not 0 <= dev < len(init.DEVICES):
+        raise CudaError(CUDA_ERROR_INVALID_DEVICE, f"device {dev}")
+
+
+def _location(addr):
+    """(type, id) of a CUmemLocation passed by value (the dispatcher hands us the address of a copy)."""
+    return cmem.read_u32(addr, "location"), cmem.read_i32(addr + 4, "location")
+
+
+def _check_location(loc):
+    kind, ident = loc
+    if kind == 1:       # CU_MEM_LOCATION_TYPE_DEVICE
+        _check_device_or_cpu(ident)
+    elif kind not in (2, 3, 4):
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, f"memory location type {kind}")
+
+
+def _prefetch(per_thread, ptr, count, dev, hstream):
+    from zluda_py.driver.stream import resolve_stream
+    resolve_stream(hstream, per_thread)
+    _managed_range(ptr, count)
+    _check_device_or_cpu(dev)
+
+
+def _prefetch_v2(per_thread, ptr, count, location, flags, hstream):
+    from zluda_py.driver.stream import resolve_stream
+    resolve_stream(hstream, per_thread)
+    _managed_range(ptr, count)
+    _check_location(_location(location))
+    if flags != 0:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, f"flags must be 0, got {flags:#x}")
+
+
+export("cuMemPrefetchAsync")(lambda *a: _prefetch(False, *a))
+export("cuMemPrefetchAsync_ptsz")(lambda *a: _prefetch(True, *a))
+export("cuMemPrefetchAsync_v2")(lambda *a: _prefetch_v2(False, *a))
+export("cuMemPrefetchAsync_v2_ptsz")(lambda *a: _prefetch_v2(True, *a))
+
+
+def _check_advice(advice):
+    if advice not in range(1, 7):
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, f"unknown advice {advice}")
+
+
+@export("cuMemAdvise")
+def mem_advise(ptr, count, advice, dev):
+    ctxmod.current_context()
+    _managed_range(ptr, count)
+    _check_advice(advice)
+    _check_device_or_cpu(dev)
+
+
+@export("cuMemAdvise_v2")
+def mem_advise_v2(ptr, count, advice, location):
+    ctxmod.current_context()
+    _managed_range(ptr, count)
+    _check_advice(advice)
+    _check_location(_location(location))

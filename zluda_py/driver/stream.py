@@ -1,0 +1,321 @@
+"""Streams: CUstream handles over backend streams, with CUDA's default-stream rules layered on top.
+
+The legacy default stream (handle 0 or CU_STREAM_LEGACY) waits for prior work of every blocking stream of
+its context, and blocking streams wait for prior legacy work; CU_STREAM_NON_BLOCKING streams and nothing
+else are exempt. The per-thread default stream (CU_STREAM_PER_THREAD, or handle 0 in a _ptsz/_ptds entry
+point) is an ordinary blocking stream private to (thread, context).
+
+For other driver modules:
+    resolve_stream(h, per_thread=False)  -> Stream (h: 0 / 0x1 / 0x2 / a handle)
+    stream.begin()                       -> the BackendStream, after CUDA's implicit waits: enqueue on it
+    stream.launch(fn, grid, block, shared, params, cooperative)   a backend kernel launch in stream order
+    default_stream(per_thread)           -> the stream synchronous calls (cuMemcpy...) are ordered on
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+
+from zluda_py import cmem, handles
+from zluda_py.dispatch import export
+from zluda_py.driver import context as ctxmod, init
+from zluda_py.errors import CudaError, CUDA_ERROR_INVALID_HANDLE, CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_NOT_READY
+
+CU_STREAM_LEGACY = 0x1
+CU_STREAM_PER_THREAD = 0x2
+CU_STREAM_NON_BLOCKING = 0x1
+CU_EVENT_DISABLE_TIMING = 0x2
+
+_ids = itertools.count(1)
+_tls = threading.local()
+
+
+class Stream:
+    """kind: 'user' (has a handle), 'legacy' (handle 0x1), 'per_thread' (handle 0x2)."""
+
+    def __init__(self, ctx, flags: int = 0, priority: int = 0, kind: str = "user"):
+        self.ctx = ctx
+        self.flags = flags
+        self.priority = priority
+        self.kind = kind
+        self.id = next(_ids)
+        self.backend = init.BACKEND.stream_create(ctx.device, flags, priority)
+        self.backend.on_fault = self._on_fault
+        self.blocking = kind != "legacy" and not flags & CU_STREAM_NON_BLOCKING
+        if kind == "user":
+            handles.new(self)
+            ctx.streams.add(self)
+        else:
+            self.handle = CU_STREAM_LEGACY if kind == "legacy" else CU_STREAM_PER_THREAD
+
+    def _on_fault(self, err: CudaError) -> None:
+        self.ctx.set_sticky_error(err.code, err.message)
+
+    def _wait_for(self, other: "Stream") -> None:
+        marker = init.BACKEND.event_create(CU_EVENT_DISABLE_TIMING)
+        other.backend.record(marker)
+        self.backend.wait(marker)
+
+    def begin(self):
+        """The backend stream, made to wait first for what CUDA's legacy-stream rules say it must."""
+        if self.kind == "legacy":
+            for s in list(self.ctx.streams) + list(self.ctx.per_thread_streams):
+                if s.blocking and not s.backend.query():
+                    self._wait_for(s)
+        elif self.blocking:
+            legacy = self.ctx.legacy
+            if legacy is not None and not legacy.backend.query():
+                self._wait_for(legacy)
+        return self.backend
+
+    def launch(self, function, grid, block, shared_bytes, params: bytes, cooperative=False) -> None:
+        self.begin().launch(function, grid, block, shared_bytes, params, cooperative)
+
+    def synchronize(self) -> None:
+        try:
+            self.backend.synchronize()
+        except CudaError as e:
+            self.ctx.set_sticky_error(e.code, e.message)
+        self.ctx.check_sticky()
+
+    def destroy(self) -> None:
+        handles.remove(self.handle)
+        self.ctx.streams.discard(self)
+        self.backend.destroy()
+
+
+def legacy_stream(ctx) -> Stream:
+    s = ctx.legacy
+    if s is None:
+        with ctxmod._lock:
+            s = ctx.legacy
+            if s is None:
+                s = ctx.legacy = Stream(ctx, kind="legacy")
+    return s
+
+
+def per_thread_stream(ctx) -> Stream:
+    table = getattr(_tls, "streams", None)
+    if table is None:
+        table = _tls.streams = {}
+    s = table.get(ctx.id)
+    if s is None or s.ctx is not ctx:
+        s = table[ctx.id] = Stream(ctx, kind="per_thread")
+        ctx.per_thread_streams.add(s)
+    return s
+
+
+def default_stream(per_thread: bool = False) -> Stream:
+    ctx = ctxmod.current_context()
+    return per_thread_stream(ctx) if per_thread else legacy_stream(ctx)
+
+
+def resolve_stream(h: int, per_thread: bool = False, check_sticky: bool = True) -> Stream:
+    """The Stream for CUstream `h`; 0 is the legacy default stream, or the per-thread one in _ptsz/_ptds
+    entry points. INVALID_HANDLE for anything else that is not a live stream."""
+    if h == 0:
+        return default_stream(per_thread) if check_sticky else _default_unchecked(per_thread)
+    if h == CU_STREAM_LEGACY:
+        return legacy_stream(ctxmod.current_context(check_sticky))
+    if h == CU_STREAM_PER_THREAD:
+        return per_thread_stream(ctxmod.current_context(check_sticky))
+    init.require_init()
+    s = handles.get(h, Stream, CUDA_ERROR_INVALID_HANDLE, "stream")
+    if s.ctx.destroyed:
+        raise CudaError(CUDA_ERROR_INVALID_HANDLE, f"stream {h:#x} belongs to a destroyed context")
+    if check_sticky:
+        s.ctx.check_sticky()
+    return s
+
+
+def _default_unchecked(per_thread):
+    ctx = ctxmod.current_context(False)
+    return per_thread_stream(ctx) if per_thread else legacy_stream(ctx)
+
+
+@ctxmod.on_any_teardown
+def _destroy_context_streams(ctx) -> None:
+    for s in list(ctx.streams):
+        s.destroy()
+
+
+# --- entry points --------------------------------------------------------------------------------------
+def _create(ph, flags, priority):
+    ctx = ctxmod.current_context()
+    if not ph:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, "phStream is NULL")
+    if flags & ~CU_STREAM_NON_BLOCKING:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, f"invalid stream flags {flags:#x}")
+    priority = min(max(priority, ctxmod.STREAM_PRIORITY_GREATEST), ctxmod.STREAM_PRIORITY_LEAST)
+    s = Stream(ctx, flags, priority)
+    cmem.write_ptr(ph, s.handle)
+
+
+@export("cuStreamCreate")
+def stream_create(ph, flags):
+    _create(ph, flags, 0)
+
+
+@export("cuStreamCreateWithPriority")
+def stream_create_with_priority(ph, flags, priority):
+    _create(ph, flags, priority)
+
+
+@export("cuStreamDestroy", "cuStreamDestroy_v2")
+def stream_destroy(h):
+    init.require_init()
+    if h in (0, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD):
+        raise CudaError(CUDA_ERROR_INVALID_HANDLE, "a default stream cannot be destroyed")
+    handles.get(h, Stream, CUDA_ERROR_INVALID_HANDLE, "stream").destroy()
+
+
+@export("cuStreamQuery")
+def stream_query(h):
+    return _query(resolve_stream(h))
+
+
+@export("cuStreamQuery_ptsz")
+def stream_query_ptsz(h):
+    return _query(resolve_stream(h, True))
+
+
+def _query(s):
+    if not s.backend.query():
+        return CUDA_ERROR_NOT_READY
+    s.synchronize()   # idle: returns at once, or raises the fault the stream's work hit
+
+
+@export("cuStreamSynchronize")
+def stream_synchronize(h):
+    resolve_stream(h).synchronize()
+
+
+@export("cuStreamSynchronize_ptsz")
+def stream_synchronize_ptsz(h):
+    resolve_stream(h, True).synchronize()
+
+
+def _wait_event(s, hevent, flags):
+    from zluda_py.driver.event import event_from_handle
+    if flags & ~0x1:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, f"invalid wait flags {flags:#x}")
+    ev = event_from_handle(hevent)
+    s.begin().wait(ev.backend)
+
+
+@export("cuStreamWaitEvent")
+def stream_wait_event(h, hevent, flags):
+    _wait_event(resolve_stream(h), hevent, flags)
+
+
+@export("cuStreamWaitEvent_ptsz")
+def stream_wait_event_ptsz(h, hevent, flags):
+    _wait_event(resolve_stream(h, True), hevent, flags)
+
+
+def _add_callback(h, s, callback, user_data, flags):
+    from zluda_py.cmem import ffi
+    if not callback:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, "callback is NULL")
+    if flags != 0:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, f"flags must be 0, got {flags:#x}")
+    fn = ffi.cast("void(*)(void *, int, void *)", callback)
+    ctx = s.ctx
+
+    def run():
+        fn(ffi.cast("void *", h), ctx.sticky_error, ffi.cast("void *", user_data))
+    s.begin().host_func(run)
+
+
+@export("cuStreamAddCallback")
+def stream_add_callback(h, callback, user_data, flags):
+    _add_callback(h, resolve_stream(h), callback, user_data, flags)
+
+
+@export("cuStreamAddCallback_ptsz")
+def stream_add_callback_ptsz(h, callback, user_data, flags):
+    _add_callback(h, resolve_stream(h, True), callback, user_data, flags)
+
+
+def _launch_host_func(s, fn_ptr, user_data):
+    from zluda_py.cmem import ffi
+    if not fn_ptr:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, "fn is NULL")
+    fn = ffi.cast("void(*)(void *)", fn_ptr)
+    ctx = s.ctx
+
+    def run():
+        if not ctx.sticky_error:  # unlike stream callbacks, host functions are skipped after an error
+            fn(ffi.cast("void *", user_data))
+    s.begin().host_func(run)
+
+
+@export("cuLaunchHostFunc")
+def launch_host_func(h, fn, user_data):
+    _launch_host_func(resolve_stream(h), fn, user_data)
+
+
+@export("cuLaunchHostFunc_ptsz")
+def launch_host_func_ptsz(h, fn, user_data):
+    _launch_host_func(resolve_stream(h, True), fn, user_data)
+
+
+def _info_stream(h, per_thread):
+    return resolve_stream(h, per_thread, check_sticky=False)
+
+
+def _exports_pair(base, impl):
+    export(base)(lambda *a: impl(False, *a))
+    export(base + "_ptsz")(lambda *a: impl(True, *a))
+
+
+def _get_flags(pt, h, out):
+    cmem.write_u32(out, _info_stream(h, pt).flags, "flags")
+
+
+def _get_priority(pt, h, out):
+    cmem.write_i32(out, _info_stream(h, pt).priority, "priority")
+
+
+def _get_ctx(pt, h, out):
+    cmem.write_ptr(out, _info_stream(h, pt).ctx.handle, "pctx")
+
+
+def _get_ctx_v2(pt, h, out, green_out):
+    if not out and not green_out:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, "pCtx and pGreenCtx are NULL")
+    s = _info_stream(h, pt)
+    if out:
+        cmem.write_ptr(out, s.ctx.handle)
+    if green_out:
+        cmem.write_ptr(green_out, 0)
+
+
+def _get_id(pt, h, out):
+    cmem.write_u64(out, _info_stream(h, pt).id, "streamId")
+
+
+def _get_device(pt, h, out):
+    cmem.write_i32(out, _info_stream(h, pt).ctx.device, "device")
+
+
+def _is_capturing(pt, h, out):
+    _info_stream(h, pt)
+    cmem.write_u32(out, 0, "captureStatus")   # CU_STREAM_CAPTURE_STATUS_NONE: capture is not implemented
+
+
+def _attach_mem_async(pt, h, dptr, length, flags):
+    resolve_stream(h, pt)
+    if flags not in (1, 2, 4):
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, f"invalid attach flags {flags:#x}")
+
+
+_exports_pair("cuStreamGetFlags", _get_flags)
+_exports_pair("cuStreamGetPriority", _get_priority)
+_exports_pair("cuStreamGetCtx", _get_ctx)
+_exports_pair("cuStreamGetCtx_v2", _get_ctx_v2)
+_exports_pair("cuStreamGetId", _get_id)
+_exports_pair("cuStreamGetDevice", _get_device)
+_exports_pair("cuStreamIsCapturing", _is_capturing)
+_exports_pair("cuStreamAttachMemAsync", _attach_mem_async)
