@@ -1,0 +1,194 @@
+"""Kernel launches: cuLaunchKernel (kernelParams or `extra`), cuLaunchKernelEx (CUlaunchConfig + attributes),
+cuLaunchCooperativeKernel and their per-thread-stream forms, with CUDA's launch-configuration checks."""
+
+from __future__ import annotations
+
+import struct
+
+from zluda_py import cmem
+from zluda_py.dispatch import export
+from zluda_py.driver import context as ctxmod
+from zluda_py.driver import init
+from zluda_py.driver import stream as streammod
+from zluda_py.driver.device import device_props
+from zluda_py.driver.module import Function, get_function
+from zluda_py.errors import (CudaError, CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE, CUDA_ERROR_INVALID_VALUE,
+                             CUDA_ERROR_INVALID_CONTEXT)
+
+CU_LAUNCH_PARAM_END = 0x0
+CU_LAUNCH_PARAM_BUFFER_POINTER = 0x1
+CU_LAUNCH_PARAM_BUFFER_SIZE = 0x2
+
+# CUdevice_attribute
+_MAX_BLOCK_DIM = (2, 3, 4)
+_MAX_GRID_DIM = (5, 6, 7)
+_MULTIPROCESSOR_COUNT = 16
+
+# CUlaunchAttributeID
+ATTR_IGNORE = 0
+ATTR_COOPERATIVE = 2
+ATTR_CLUSTER_DIMENSION = 4
+ATTR_PRIORITY = 8
+_ATTRIBUTE_SIZE = 72            # id (4) + pad (4) + 64-byte value union
+_LAUNCH_CONFIG = struct.Struct("<7I4xQQI")
+
+
+def pack_kernel_params(f: Function, kernel_params: int) -> bytes:
+    """The packed parameter buffer from an array of pointers, one per parameter."""
+    info = f.info
+    buf = bytearray(info.param_size)
+    if not info.params:
+        return bytes(buf)
+    if not kernel_params:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{f.name} takes {len(info.params)} parameters, "
+                                                  "kernelParams and extra are NULL")
+    for i, p in enumerate(info.params):
+        ptr = cmem.read_ptr(kernel_params + 8 * i, "kernelParams")
+        if not ptr:
+            raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{f.name}: kernelParams[{i}] is NULL")
+        buf[p.offset:p.offset + p.size] = cmem.read_bytes(ptr, p.size)
+    return bytes(buf)
+
+
+def pack_extra(f: Function, extra: int) -> bytes:
+    """The parameter buffer from CU_LAUNCH_PARAM_BUFFER_POINTER / _SIZE / _END pairs."""
+    pointer = size = None
+    for i in range(0, 64, 2):
+        key = cmem.read_u64(extra + 8 * i, "extra")
+        if key == CU_LAUNCH_PARAM_END:
+            break
+        value = cmem.read_u64(extra + 8 * (i + 1), "extra")
+        if key == CU_LAUNCH_PARAM_BUFFER_POINTER:
+            pointer = value
+        elif key == CU_LAUNCH_PARAM_BUFFER_SIZE:
+            if not value:
+                raise CudaError(CUDA_ERROR_INVALID_VALUE, "CU_LAUNCH_PARAM_BUFFER_SIZE points to NULL")
+            size = cmem.read_u64(value, "buffer size")
+        else:
+            raise CudaError(CUDA_ERROR_INVALID_VALUE, f"unknown key {key:#x} in extra")
+    else:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, "extra is not terminated by CU_LAUNCH_PARAM_END")
+    need = f.info.param_size
+    if pointer is None or size is None:
+        if need == 0 and pointer is None and size is None:
+            return b""
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, "extra needs both BUFFER_POINTER and BUFFER_SIZE")
+    align = max((p.align for p in f.info.params), default=1)
+    padded = (need + align - 1) // align * align
+    if size not in (need, padded):
+        raise CudaError(CUDA_ERROR_INVALID_VALUE,
+                        f"{f.name}: extra's parameter buffer is {size} bytes, the kernel takes {need}")
+    if need and not pointer:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, "CU_LAUNCH_PARAM_BUFFER_POINTER is NULL")
+    return cmem.read_bytes(pointer, need) if need else b""
+
+
+def check_configuration(f: Function, grid: tuple, block: tuple, shared: int) -> None:
+    attrs = device_props(f.device).attributes
+    if any(g <= 0 for g in grid) or any(b <= 0 for b in block):
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{f.name}: zero grid {grid} or block {block} dimension")
+    for axis, (g, b) in enumerate(zip(grid, block)):
+        gmax = attrs.get(_MAX_GRID_DIM[axis], (1 << 31) - 1 if axis == 0 else 65535)
+        bmax = attrs.get(_MAX_BLOCK_DIM[axis], 64 if axis == 2 else 1024)
+        if g > gmax:
+            raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{f.name}: grid dimension {'xyz'[axis]}={g} > {gmax}")
+        if b > bmax:
+            raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{f.name}: block dimension {'xyz'[axis]}={b} > {bmax}")
+    threads = block[0] * block[1] * block[2]
+    limit = f.max_threads()
+    if threads > limit:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{f.name}: {threads} threads per block > {limit}")
+    if shared < 0 or shared > f.dynamic_shared_limit():
+        raise CudaError(CUDA_ERROR_INVALID_VALUE,
+                        f"{f.name}: {shared} bytes of dynamic shared memory > {f.dynamic_shared_limit()} "
+                        f"(static {f.info.static_shared_bytes})")
+
+
+def launch(hfunc, grid, block, shared, hstream, kernel_params, extra, per_thread=False, cooperative=False):
+    init.require_init()
+    f = get_function(hfunc)
+    ctx = ctxmod.current_context()
+    if f.module.ctx is not ctx and f.module.library is None:
+        if f.module.ctx.destroyed or f.module.ctx.device != ctx.device:
+            raise CudaError(CUDA_ERROR_INVALID_CONTEXT, f"{f.name} was loaded in another context")
+    grid, block = tuple(grid), tuple(block)
+    check_configuration(f, grid, block, shared)
+    if kernel_params and extra:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, "both kernelParams and extra are given")
+    params = pack_extra(f, extra) if extra else pack_kernel_params(f, kernel_params)
+    if cooperative:
+        attrs = device_props(f.device).attributes
+        from zluda_py.driver.occupancy import max_active_blocks
+        most = max_active_blocks(f, block[0] * block[1] * block[2], shared) * attrs.get(_MULTIPROCESSOR_COUNT, 1)
+        blocks = grid[0] * grid[1] * grid[2]
+        if blocks > most:
+            raise CudaError(CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE,
+                            f"{f.name}: cooperative grid of {blocks} blocks > {most} co-resident blocks")
+    s = streammod.resolve_stream(hstream, per_thread)
+    s.launch(f.backend_fn, grid, block, shared, params, cooperative)
+
+
+@export("cuLaunchKernel")
+def launch_kernel(f, gx, gy, gz, bx, by, bz, shared, hstream, kernel_params, extra):
+    launch(f, (gx, gy, gz), (bx, by, bz), shared, hstream, kernel_params, extra)
+
+
+@export("cuLaunchKernel_ptsz")
+def launch_kernel_ptsz(f, gx, gy, gz, bx, by, bz, shared, hstream, kernel_params, extra):
+    launch(f, (gx, gy, gz), (bx, by, bz), shared, hstream, kernel_params, extra, per_thread=True)
+
+
+@export("cuLaunchCooperativeKernel")
+def launch_cooperative_kernel(f, gx, gy, gz, bx, by, bz, shared, hstream, kernel_params):
+    launch(f, (gx, gy, gz), (bx, by, bz), shared, hstream, kernel_params, 0, cooperative=True)
+
+
+@export("cuLaunchCooperativeKernel_ptsz")
+def launch_cooperative_kernel_ptsz(f, gx, gy, gz, bx, by, bz, shared, hstream, kernel_params):
+    launch(f, (gx, gy, gz), (bx, by, bz), shared, hstream, kernel_params, 0, per_thread=True, cooperative=True)
+
+
+def read_launch_config(config: int):
+    """(grid, block, shared, stream, cooperative, cluster) from a CUlaunchConfig."""
+    if not config:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, "config is NULL")
+    gx, gy, gz, bx, by, bz, shared, hstream, attrs, nattrs = _LAUNCH_CONFIG.unpack(
+        cmem.read_bytes(config, _LAUNCH_CONFIG.size, "config"))
+    cooperative = False
+    cluster = (1, 1, 1)
+    if nattrs and not attrs:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, f"config has {nattrs} attributes and attrs is NULL")
+    for i in range(nattrs):
+        raw = cmem.read_bytes(attrs + _ATTRIBUTE_SIZE * i, _ATTRIBUTE_SIZE, "attrs")
+        attr_id = struct.unpack_from("<I", raw)[0]
+        if attr_id == ATTR_COOPERATIVE:
+            cooperative = struct.unpack_from("<i", raw, 8)[0] != 0
+        elif attr_id == ATTR_CLUSTER_DIMENSION:
+            cluster = struct.unpack_from("<3I", raw, 8)
+        elif attr_id > 16:
+            raise CudaError(CUDA_ERROR_INVALID_VALUE, f"unknown launch attribute {attr_id}")
+        # Other attributes (priority, access policy, sync domains, programmatic serialisation, ...) are
+        # scheduling hints with no effect on the result of a launch here.
+    return (gx, gy, gz), (bx, by, bz), shared, hstream, cooperative, cluster
+
+
+def _launch_ex(config, f, kernel_params, extra, per_thread):
+    grid, block, shared, hstream, cooperative, cluster = read_launch_config(config)
+    if any(c == 0 for c in cluster):
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, f"cluster dimension {cluster} has a zero")
+    if tuple(cluster) != (1, 1, 1):
+        if any(g % c for g, c in zip(grid, cluster)):
+            raise CudaError(CUDA_ERROR_INVALID_VALUE, f"grid {grid} is not a multiple of cluster {cluster}")
+        # Thread block clusters (sm_90) would need distributed shared memory: refused rather than faked.
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, f"thread block clusters {cluster} are not supported")
+    launch(f, grid, block, shared, hstream, kernel_params, extra, per_thread=per_thread, cooperative=cooperative)
+
+
+@export("cuLaunchKernelEx")
+def launch_kernel_ex(config, f, kernel_params, extra):
+    _launch_ex(config, f, kernel_params, extra, False)
+
+
+@export("cuLaunchKernelEx_ptsz")
+def launch_kernel_ex_ptsz(config, f, kernel_params, extra):
+    _launch_ex(config, f, kernel_params, extra, True)

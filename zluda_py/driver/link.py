@@ -1,0 +1,169 @@
+"""cuLink*: JIT linking of PTX inputs (text, or PTX taken from fatbins / ELF images). The linked image that
+cuLinkComplete returns is plain NUL-terminated PTX, so cuModuleLoadData and cuLibraryLoadData take it as is."""
+
+from __future__ import annotations
+
+import re
+
+from zluda_py import cmem, fatbin, handles
+from zluda_py.dispatch import export
+from zluda_py.driver import context as ctxmod
+from zluda_py.driver import init
+from zluda_py.driver.module import _write_jit_log, device_sm
+from zluda_py.errors import (CudaError, CUDA_ERROR_FILE_NOT_FOUND, CUDA_ERROR_INVALID_HANDLE,
+                             CUDA_ERROR_INVALID_IMAGE, CUDA_ERROR_INVALID_PTX, CUDA_ERROR_INVALID_VALUE,
+                             CUDA_ERROR_NOT_SUPPORTED)
+
+# CUjitInputType
+INPUT_CUBIN, INPUT_PTX, INPUT_FATBINARY, INPUT_OBJECT, INPUT_LIBRARY, INPUT_NVVM = range(6)
+
+_HEADER = re.compile(r"^\s*\.(version|target|address_size)\b[^\n]*\n?", re.M)
+_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+_EXTERN = re.compile(r"\.extern\b[^;{]*;")
+_DEFINED = re.compile(r"\.(?:entry|func)\s*(?:\([^)]*\)\s*)?([A-Za-z_$%][\w$]*)\s*\(?[^;{]*\{", re.S)
+_DEFINED_VAR = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+)?\.(?:global|const)\b[^;(]*?([A-Za-z_$%][\w$]*)"
+                          r"\s*(?:\[[^\]]*\]\s*)*(?:=[^;]*)?;", re.M)
+
+
+def _extern_name(decl: str):
+    m = re.match(r"\.extern\s+\.func\s*(?:\([^)]*\)\s*)?([A-Za-z_$%][\w$]*)", decl)
+    if m:
+        return m.group(1)
+    m = re.search(r"([A-Za-z_$%][\w$]*)\s*(?:\[[^\]]*\]\s*)*;$", decl)
+    return m.group(1) if m else None
+
+
+def _version_key(header: str):
+    m = re.search(r"\.version\s+(\d+)\.(\d+)", header)
+    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+
+
+def merge_ptx(texts: list) -> str:
+    """One PTX module from several: the newest .version header, the bodies in order, and .extern
+    declarations dropped where another input defines the symbol."""
+    if len(texts) == 1:
+        return texts[0]
+    headers, bodies = [], []
+    for t in texts:
+        t = _COMMENT.sub("", t)
+        headers.append("".join(m.group(0) for m in _HEADER.finditer(t)))
+        bodies.append(_HEADER.sub("", t))
+    defined = set()
+    for b in bodies:
+        defined.update(m.group(1) for m in _DEFINED.finditer(b))
+        defined.update(m.group(1) for m in _DEFINED_VAR.finditer(b) if ".extern" not in m.group(0))
+    seen_externs = set()
+
+    def drop(m):
+        name = _extern_name(m.group(0))
+        if name in defined or name in seen_externs:
+            return ""
+        seen_externs.add(name)
+        return m.group(0)
+    merged = [_EXTERN.sub(drop, b) for b in bodies]
+    header = max(headers, key=_version_key)
+    return header + "\n" + "\n".join(merged)
+
+
+class LinkState:
+    def __init__(self, options: int, values: int, count: int):
+        self.options, self.values, self.count = options, values, count
+        self.inputs: list = []
+        self.blob = None           # cffi buffer handed out by cuLinkComplete (lives until destroy)
+        handles.new(self)
+
+
+def _state(h: int) -> LinkState:
+    init.require_init()
+    return handles.get(h, LinkState, CUDA_ERROR_INVALID_HANDLE, "link state")
+
+
+def _ptx_of(kind: int, data: bytes, name: str) -> str:
+    sm = device_sm(ctxmod.current_context().device)
+    if kind == INPUT_PTX:
+        end = data.find(b"\0")
+        text = (data[:end] if end >= 0 else data).decode("utf-8", "replace")
+        if not text.strip():
+            raise CudaError(CUDA_ERROR_INVALID_PTX, f"{name}: empty PTX input")
+        return text
+    if kind == INPUT_NVVM:
+        raise CudaError(CUDA_ERROR_NOT_SUPPORTED, f"{name}: NVVM IR inputs are not supported (only PTX)")
+    if kind in (INPUT_CUBIN, INPUT_FATBINARY, INPUT_OBJECT, INPUT_LIBRARY):
+        return fatbin.load_ptx_from_bytes(data, sm, name)
+    raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{name}: unknown input type {kind}")
+
+
+def _add(state: LinkState, kind: int, data: bytes, name: str) -> None:
+    try:
+        state.inputs.append(_ptx_of(kind, data, name))
+    except CudaError as e:
+        try:
+            _write_jit_log(state.options, state.values, state.count, e.message)
+        except CudaError:
+            pass
+        raise
+
+
+@export("cuLinkCreate", "cuLinkCreate_v2")
+def link_create(num_options, options, values, state_out):
+    init.require_init()
+    if not state_out:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, "stateOut is NULL")
+    ctxmod.current_context()
+    if num_options and (not options or not values):
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{num_options} options but options/optionValues is NULL")
+    cmem.write_ptr(state_out, LinkState(options, values, num_options).handle)
+
+
+@export("cuLinkAddData", "cuLinkAddData_v2")
+def link_add_data(hstate, kind, data, size, name, num_options, options, values):
+    state = _state(hstate)
+    if not data or size == 0:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, "data is NULL or size is 0")
+    label = cmem.read_cstring(name, "name") if name else f"input{len(state.inputs)}"
+    _add(state, kind, cmem.read_bytes(data, size, "data"), label)
+
+
+@export("cuLinkAddFile", "cuLinkAddFile_v2")
+def link_add_file(hstate, kind, path, num_options, options, values):
+    state = _state(hstate)
+    if not path:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, "path is NULL")
+    p = cmem.read_cstring(path, "path")
+    try:
+        with open(p, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise CudaError(CUDA_ERROR_FILE_NOT_FOUND, f"{p}: {e.strerror}") from None
+    _add(state, kind, data, p)
+
+
+@export("cuLinkComplete")
+def link_complete(hstate, cubin_out, size_out):
+    state = _state(hstate)
+    if not cubin_out or not size_out:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, "cubinOut or sizeOut is NULL")
+    if not state.inputs:
+        raise CudaError(CUDA_ERROR_INVALID_IMAGE, "nothing was added to the link")
+    text = merge_ptx(state.inputs)
+    try:
+        import ptx
+        ptx.parse(text)
+    except Exception as e:  # noqa: BLE001 - any parse failure is a link failure
+        msg = f"linked PTX does not parse: {e}"
+        try:
+            _write_jit_log(state.options, state.values, state.count, msg)
+        except CudaError:
+            pass
+        raise CudaError(CUDA_ERROR_INVALID_PTX, msg) from None
+    raw = text.encode() + b"\0"
+    state.blob = cmem.ffi.new("char[]", raw)
+    cmem.write_ptr(cubin_out, int(cmem.ffi.cast("uintptr_t", state.blob)))
+    cmem.write_u64(size_out, len(raw))
+
+
+@export("cuLinkDestroy")
+def link_destroy(hstate):
+    state = _state(hstate)
+    handles.remove(state.handle)
+    state.blob = None

@@ -1,0 +1,447 @@
+"""cuModule* and cuFunc*: modules loaded from PTX / fatbins / ELF images into a context, and their functions
+(the objects a launch runs) with CUDA's function attributes."""
+
+from __future__ import annotations
+
+import threading
+
+from zluda_py import cmem, fatbin, handles, log
+from zluda_py.dispatch import export
+from zluda_py.driver import context as ctxmod
+from zluda_py.driver import init
+from zluda_py.driver.device import device_props
+from zluda_py.errors import (CudaError, CUDA_ERROR_FILE_NOT_FOUND, CUDA_ERROR_INVALID_HANDLE,
+                             CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_NOT_FOUND)
+
+# CUfunction_attribute
+ATTR_MAX_THREADS_PER_BLOCK = 0
+ATTR_SHARED_SIZE_BYTES = 1
+ATTR_CONST_SIZE_BYTES = 2
+ATTR_LOCAL_SIZE_BYTES = 3
+ATTR_NUM_REGS = 4
+ATTR_PTX_VERSION = 5
+ATTR_BINARY_VERSION = 6
+ATTR_CACHE_MODE_CA = 7
+ATTR_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+ATTR_PREFERRED_SHARED_MEMORY_CARVEOUT = 9
+ATTR_CLUSTER_SIZE_MUST_BE_SET = 10
+ATTR_REQUIRED_CLUSTER_WIDTH = 11
+ATTR_REQUIRED_CLUSTER_HEIGHT = 12
+ATTR_REQUIRED_CLUSTER_DEPTH = 13
+ATTR_NON_PORTABLE_CLUSTER_SIZE_ALLOWED = 14
+ATTR_CLUSTER_SCHEDULING_POLICY_PREFERENCE = 15
+_SETTABLE = {ATTR_MAX_DYNAMIC_SHARED_SIZE_BYTES, ATTR_PREFERRED_SHARED_MEMORY_CARVEOUT,
+             ATTR_REQUIRED_CLUSTER_WIDTH, ATTR_REQUIRED_CLUSTER_HEIGHT, ATTR_REQUIRED_CLUSTER_DEPTH,
+             ATTR_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, ATTR_CLUSTER_SCHEDULING_POLICY_PREFERENCE}
+
+ATTR_DEV_MAX_SHARED_PER_BLOCK = 8
+ATTR_DEV_MAX_SHARED_PER_BLOCK_OPTIN = 97
+
+_lock = threading.Lock()
+_module_seq = iter(range(1, 1 << 62))
+
+
+class Function:
+    """A kernel of a loaded module (CUfunction)."""
+
+    def __init__(self, module: "Module", name: str, backend_fn):
+        self.module = module
+        self.name = name
+        self.backend_fn = backend_fn
+        self.info = backend_fn.info
+        self.cache_config = 0
+        self.settable = {ATTR_MAX_DYNAMIC_SHARED_SIZE_BYTES: 0, ATTR_PREFERRED_SHARED_MEMORY_CARVEOUT: -1,
+                         ATTR_REQUIRED_CLUSTER_WIDTH: 0, ATTR_REQUIRED_CLUSTER_HEIGHT: 0,
+                         ATTR_REQUIRED_CLUSTER_DEPTH: 0, ATTR_NON_PORTABLE_CLUSTER_SIZE_ALLOWED: 0,
+                         ATTR_CLUSTER_SCHEDULING_POLICY_PREFERENCE: 0}
+        self._c_name = None
+        handles.new(self)
+
+    @property
+    def device(self) -> int:
+        return self.module.device
+
+    def c_name(self) -> int:
+        """Address of a NUL-terminated copy of the name that lives as long as the function."""
+        if self._c_name is None:
+            self._c_name = cmem.ffi.new("char[]", self.name.encode())
+        return int(cmem.ffi.cast("uintptr_t", self._c_name))
+
+    def max_threads(self) -> int:
+        limit = min(self.info.max_threads_per_block, device_props(self.device).attributes.get(1, 1024))
+        for t in (self.info.maxntid, self.info.reqntid):
+            if t:
+                n = 1
+                for d in t:
+                    n *= max(d, 1)
+                limit = min(limit, n)
+        return limit
+
+    def dynamic_shared_limit(self) -> int:
+        """Largest dynamic shared memory a launch may ask for."""
+        attrs = device_props(self.device).attributes
+        default = attrs.get(ATTR_DEV_MAX_SHARED_PER_BLOCK, 48 * 1024)
+        opted = self.settable[ATTR_MAX_DYNAMIC_SHARED_SIZE_BYTES]
+        return max(default - self.info.static_shared_bytes, opted)
+
+    def get_attribute(self, attrib: int) -> int:
+        info = self.info
+        if attrib == ATTR_MAX_THREADS_PER_BLOCK:
+            return self.max_threads()
+        if attrib == ATTR_SHARED_SIZE_BYTES:
+            return info.static_shared_bytes
+        if attrib == ATTR_CONST_SIZE_BYTES:
+            return info.const_bytes
+        if attrib == ATTR_LOCAL_SIZE_BYTES:
+            return info.local_bytes
+        if attrib == ATTR_NUM_REGS:
+            return info.num_regs
+        if attrib in (ATTR_PTX_VERSION, ATTR_BINARY_VERSION):
+            p = device_props(self.device)
+            return p.cc_major * 10 + p.cc_minor
+        if attrib == ATTR_CACHE_MODE_CA:
+            return 0
+        if attrib == ATTR_MAX_DYNAMIC_SHARED_SIZE_BYTES:
+            return self.dynamic_shared_limit()
+        if attrib == ATTR_CLUSTER_SIZE_MUST_BE_SET:
+            return 0
+        if attrib in self.settable:
+            return self.settable[attrib]
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, f"unknown function attribute {attrib}")
+
+    def set_attribute(self, attrib: int, value: int) -> None:
+        if attrib not in _SETTABLE:
+            raise CudaError(CUDA_ERROR_INVALID_VALUE, f"function attribute {attrib} is read-only or unknown")
+        if attrib == ATTR_MAX_DYNAMIC_SHARED_SIZE_BYTES:
+            optin = device_props(self.device).attributes.get(ATTR_DEV_MAX_SHARED_PER_BLOCK_OPTIN, 48 * 1024)
+            if value < 0 or value + self.info.static_shared_bytes > optin:
+                raise CudaError(CUDA_ERROR_INVALID_VALUE,
+                                f"{self.name}: dynamic shared memory {value} + static "
+                                f"{self.info.static_shared_bytes} exceeds the opt-in maximum {optin}")
+        if attrib == ATTR_PREFERRED_SHARED_MEMORY_CARVEOUT and not (-1 <= value <= 100):
+            raise CudaError(CUDA_ERROR_INVALID_VALUE, f"shared memory carveout {value} is not -1..100")
+        self.settable[attrib] = value
+
+
+class Module:
+    """A module image compiled for one device and owned by a context (CUmodule)."""
+
+    def __init__(self, ctx, device: int, backend_module, name: str, library=None):
+        self.ctx = ctx
+        self.device = device
+        self.backend_module = backend_module
+        self.name = name
+        self.library = library
+        self.unloaded = False
+        self.functions: dict = {}
+        self._fn_lock = threading.Lock()
+        handles.new(self)
+
+    def function(self, name: str) -> Function:
+        f = self.functions.get(name)
+        if f is not None:
+            return f
+        with self._fn_lock:
+            f = self.functions.get(name)
+            if f is None:
+                backend_fn = self.backend_module.functions().get(name)
+                if backend_fn is None:
+                    raise CudaError(CUDA_ERROR_NOT_FOUND, f"module {self.name} has no kernel named {name!r}")
+                f = self.functions[name] = Function(self, name, backend_fn)
+        return f
+
+    def kernel_names(self) -> list:
+        return list(self.backend_module.functions())
+
+    def global_symbol(self, name: str) -> tuple:
+        g = self.backend_module.global_symbol(name)
+        if g is None:
+            raise CudaError(CUDA_ERROR_NOT_FOUND, f"module {self.name} has no global named {name!r}")
+        return g
+
+    def unload(self) -> None:
+        if self.unloaded:
+            return
+        self.unloaded = True
+        for f in self.functions.values():
+            handles.remove(f.handle)
+        handles.remove(self.handle)
+        if self.library is None:
+            try:
+                self.backend_module.unload()
+            except Exception as e:  # noqa: BLE001 - unloading must finish
+                log.error(f"module {self.name}: unload failed: {e}")
+
+
+# --- loading -----------------------------------------------------------------------------------------
+
+def device_sm(device: int) -> int:
+    p = device_props(device)
+    return p.cc_major * 10 + p.cc_minor
+
+
+def compile_ptx(device: int, ptx_text: str, name: str):
+    """The backend module for PTX text (the backend compiles it or takes it from its cache)."""
+    backend = init.require_init()
+    return backend.module_load(device, ptx_text, name)
+
+
+def ptx_from_image_address(image: int, device: int, name: str) -> str:
+    return fatbin.load_ptx_from_address(image, device_sm(device), name)
+
+
+def ptx_from_file(path: str, device: int) -> str:
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        raise CudaError(CUDA_ERROR_FILE_NOT_FOUND, f"{path}: no such file") from None
+    except OSError as e:
+        raise CudaError(CUDA_ERROR_FILE_NOT_FOUND, f"{path}: {e.strerror}") from None
+    return fatbin.load_ptx_from_bytes(data, device_sm(device), path)
+
+
+def _image_name(image: int) -> str:
+    return f"image@{image:#x}"
+
+
+def _track(ctx, module: Module) -> None:
+    mods = getattr(ctx, "modules", None)
+    if mods is None:
+        with _lock:
+            mods = getattr(ctx, "modules", None)
+            if mods is None:
+                mods = ctx.modules = set()
+    mods.add(module)
+
+
+@ctxmod.on_any_teardown
+def _unload_context_modules(ctx) -> None:
+    for m in list(getattr(ctx, "modules", ())):
+        m.unload()
+    ctx.modules = set()
+
+
+def load_into_current(ptx_text: str, name: str, ctx=None) -> Module:
+    ctx = ctx or ctxmod.current_context()
+    backend_module = compile_ptx(ctx.device, ptx_text, name)
+    module = Module(ctx, ctx.device, backend_module, name)
+    _track(ctx, module)
+    return module
+
+
+def get_module(h: int) -> Module:
+    init.require_init()
+    m = handles.get(h, Module, CUDA_ERROR_INVALID_HANDLE, "module")
+    if m.unloaded:
+        raise CudaError(CUDA_ERROR_INVALID_HANDLE, f"module {h:#x} was unloaded")
+    return m
+
+
+def get_function(h: int) -> Function:
+    """The Function behind a CUfunction, or behind a CUkernel for the current context (cudart launches
+    kernels by their CUkernel handle)."""
+    init.require_init()
+    obj = handles.lookup(h)
+    if isinstance(obj, Function):
+        if obj.module.unloaded:
+            raise CudaError(CUDA_ERROR_INVALID_HANDLE, f"function {h:#x} belongs to an unloaded module")
+        return obj
+    from zluda_py.driver.library import Kernel
+    if isinstance(obj, Kernel):
+        return obj.function_for(ctxmod.current_context())
+    raise CudaError(CUDA_ERROR_INVALID_HANDLE, f"{h:#x} is not a valid function or kernel")
+
+
+def _write_jit_log(options: int, values: int, count: int, message: str) -> None:
+    """Fill the caller's CU_JIT_ERROR_LOG_BUFFER (and INFO log, emptied) the way cuModuleLoadDataEx does."""
+    if count <= 0 or not options or not values:
+        return
+    opts = [cmem.read_u32(options + 4 * i) for i in range(count)]
+    vals = [cmem.read_u64(values + 8 * i) for i in range(count)]
+
+    def fill(buf_opt, size_opt, text):
+        if buf_opt in opts and size_opt in opts:
+            buf = vals[opts.index(buf_opt)]
+            cap = vals[opts.index(size_opt)] & 0xFFFFFFFF
+            if buf and cap:
+                cmem.write_cstring(buf, text, cap)
+                cmem.write_u64(values + 8 * opts.index(size_opt), min(len(text.encode()) + 1, cap))
+    fill(5, 6, message)   # CU_JIT_ERROR_LOG_BUFFER / _SIZE_BYTES
+    fill(3, 4, "")        # CU_JIT_INFO_LOG_BUFFER / _SIZE_BYTES
+
+
+# --- cuModule* -----------------------------------------------------------------------------------------
+
+@export("cuModuleLoad")
+def module_load(module_out, fname):
+    init.require_init()
+    if not module_out or not fname:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, "module or fname is NULL")
+    ctx = ctxmod.current_context()
+    path = cmem.read_cstring(fname, "fname")
+    module = load_into_current(ptx_from_file(path, ctx.device), path, ctx)
+    cmem.write_ptr(module_out, module.handle)
+
+
+def _load_data(module_out, image, name=None):
+    init.require_init()
+    if not module_out or not image:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, "module or image is NULL")
+    ctx = ctxmod.current_context()
+    name = name or _image_name(image)
+    module = load_into_current(ptx_from_image_address(image, ctx.device, name), name, ctx)
+    cmem.write_ptr(module_out, module.handle)
+
+
+@export("cuModuleLoadData")
+def module_load_data(module_out, image):
+    _load_data(module_out, image)
+
+
+@export("cuModuleLoadDataEx")
+def module_load_data_ex(module_out, image, num_options, options, option_values):
+    try:
+        _load_data(module_out, image)
+    except CudaError as e:
+        try:
+            _write_jit_log(options, option_values, num_options, e.message)
+        except CudaError:
+            pass
+        raise
+    try:
+        _write_jit_log(options, option_values, num_options, "")
+    except CudaError:
+        pass
+
+
+@export("cuModuleLoadFatBinary")
+def module_load_fat_binary(module_out, fat_cubin):
+    _load_data(module_out, fat_cubin)
+
+
+@export("cuModuleUnload")
+def module_unload(hmod):
+    m = get_module(hmod)
+    if m.library is not None:
+        raise CudaError(CUDA_ERROR_INVALID_HANDLE, "a library's module is unloaded with cuLibraryUnload")
+    m.unload()
+    mods = getattr(m.ctx, "modules", None)
+    if mods is not None:
+        mods.discard(m)
+
+
+@export("cuModuleGetFunction")
+def module_get_function(hfunc_out, hmod, name):
+    if not hfunc_out or not name:
+        init.require_init()
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, "hfunc or name is NULL")
+    m = get_module(hmod)
+    cmem.write_ptr(hfunc_out, m.function(cmem.read_cstring(name, "name")).handle)
+
+
+@export("cuModuleGetGlobal", "cuModuleGetGlobal_v2")
+def module_get_global(dptr_out, bytes_out, hmod, name):
+    if not name:
+        init.require_init()
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, "name is NULL")
+    m = get_module(hmod)
+    addr, size = m.global_symbol(cmem.read_cstring(name, "name"))
+    if dptr_out:
+        cmem.write_ptr(dptr_out, addr)
+    if bytes_out:
+        cmem.write_u64(bytes_out, size)
+
+
+@export("cuModuleGetFunctionCount")
+def module_get_function_count(count_out, hmod):
+    m = get_module(hmod)
+    cmem.write_u32(count_out, len(m.kernel_names()), "count")
+
+
+@export("cuModuleEnumerateFunctions")
+def module_enumerate_functions(functions_out, num, hmod):
+    m = get_module(hmod)
+    names = m.kernel_names()
+    if not functions_out or num < len(names):
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, f"room for {num} functions, module has {len(names)}")
+    for i, n in enumerate(names):
+        cmem.write_ptr(functions_out + 8 * i, m.function(n).handle)
+
+
+@export("cuModuleGetLoadingMode")
+def module_get_loading_mode(mode_out):
+    # CU_MODULE_LAZY_LOADING, CUDA's default since 12.2 (CUDA_MODULE_LOADING=EAGER asks for the other):
+    # cudart then loads each image just before its first launch, so unused kernels are never compiled.
+    import os
+    eager = os.environ.get("CUDA_MODULE_LOADING", "").upper() == "EAGER"
+    cmem.write_u32(mode_out, 1 if eager else 2, "mode")
+
+
+# --- cuFunc* -------------------------------------------------------------------------------------------
+
+@export("cuFuncGetAttribute")
+def func_get_attribute(value_out, attrib, hfunc):
+    f = get_function(hfunc)
+    if not value_out:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, "pi is NULL")
+    cmem.write_i32(value_out, f.get_attribute(attrib))
+
+
+@export("cuFuncSetAttribute")
+def func_set_attribute(hfunc, attrib, value):
+    get_function(hfunc).set_attribute(attrib, value)
+
+
+@export("cuFuncSetCacheConfig")
+def func_set_cache_config(hfunc, config):
+    f = get_function(hfunc)
+    if config not in (0, 1, 2, 3):
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, f"unknown cache config {config}")
+    f.cache_config = config
+
+
+@export("cuFuncSetSharedMemConfig")
+def func_set_shared_mem_config(hfunc, config):
+    get_function(hfunc)
+    if config not in (0, 1, 2):
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, f"unknown shared memory config {config}")
+
+
+@export("cuFuncGetName")
+def func_get_name(name_out, hfunc):
+    f = get_function(hfunc)
+    cmem.write_ptr(name_out, f.c_name(), "name")
+
+
+@export("cuFuncGetParamInfo")
+def func_get_param_info(hfunc, index, offset_out, size_out):
+    f = get_function(hfunc)
+    param_info(f, index, offset_out, size_out)
+
+
+def param_info(f: Function, index: int, offset_out: int, size_out: int) -> None:
+    params = f.info.params
+    if not 0 <= index < len(params):
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{f.name} has {len(params)} parameters, asked for #{index}")
+    if offset_out:
+        cmem.write_u64(offset_out, params[index].offset)
+    if size_out:
+        cmem.write_u64(size_out, params[index].size)
+
+
+@export("cuFuncGetModule")
+def func_get_module(hmod_out, hfunc):
+    f = get_function(hfunc)
+    cmem.write_ptr(hmod_out, f.module.handle, "hmod")
+
+
+@export("cuFuncIsLoaded")
+def func_is_loaded(state_out, hfunc):
+    get_function(hfunc)
+    cmem.write_u32(state_out, 1, "state")   # CU_FUNCTION_LOADING_STATE_LOADED
+
+
+@export("cuFuncLoad")
+def func_load(hfunc):
+    get_function(hfunc)
