@@ -40,7 +40,7 @@ def _sources(src: str):
 
 def inputs_hash(src: str) -> str:
     h = hashlib.sha256()
-    h.update(sys.version.encode() + sys.executable.encode() + PKG_ROOT.encode())
+    h.update(sys.version.encode())  # the shim links this Python's libpython
     for path in [DECLS, os.path.abspath(__file__)] + _sources(src):
         h.update(os.path.basename(path).encode())
         with open(path, "rb") as f:
@@ -161,8 +161,10 @@ def _build_paths():
     return [p for p in sys.path if p and os.path.isabs(p) and os.path.isdir(p) and p != PKG_ROOT]
 
 
-def build(out_dir: str, src: str = None) -> str:
-    """Compile libcuda.so.1 into out_dir (plus the libcuda.so link); returns its path."""
+def build(out_dir: str, src: str = None, record_paths: bool = True) -> str:
+    """Compile libcuda.so.1 into out_dir (plus the libcuda.so link); returns its path. record_paths: let
+    the embedded interpreter also search this interpreter's sys.path (a checkout's dependencies live
+    there); an installed package finds its dependencies beside itself, in its own site-packages."""
     import cffi
 
     src = src or source_dir()
@@ -174,7 +176,7 @@ def build(out_dir: str, src: str = None) -> str:
     ffi = cffi.FFI()
     ffi.embedding_api("")
     ffi.cdef(cdef)
-    ffi.embedding_init_code(_init_code(_build_paths()))
+    ffi.embedding_init_code(_init_code(_build_paths() if record_paths else []))
     os.makedirs(out_dir, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix=".build-", dir=out_dir)
     try:
@@ -239,6 +241,19 @@ def ensure_built(force: bool = False) -> str:
             with open(os.path.join(out, ".stamp"), "w") as f:
                 f.write(digest)
     return out
+
+
+def build_for_install(pkg_dir_in_build: str) -> None:
+    """setup.py's hook: build into <build_lib>/zluda_py/_lib with a stamp matching the installed
+    sources (<build_lib>/zluda_py/src), so the installed package never rebuilds on first use."""
+    pkg_dir_in_build = os.path.abspath(pkg_dir_in_build)  # cffi compiles from a temporary directory
+    src = os.path.join(pkg_dir_in_build, "src")
+    out = os.path.join(pkg_dir_in_build, "_lib")
+    build(out, src, record_paths=False)
+    os.remove(os.path.join(out, "libcuda.so"))  # wheels cannot hold symlinks: a copy instead
+    shutil.copy2(os.path.join(out, LIB_NAME), os.path.join(out, "libcuda.so"))
+    with open(os.path.join(out, ".stamp"), "w") as f:
+        f.write(inputs_hash(src))
 
 
 def _is_current(out: str, digest: str) -> bool:
