@@ -16,9 +16,11 @@ _chosen = None
 def _hip_backend_class():
     """The HIP backend class, or None with the reason it cannot be used."""
     try:
-        from zluda_py.backends.hip import HipBackend  # noqa: F401 - written later
+        from zluda_py.backends.hip import HipBackend
     except ImportError as e:
-        return None, f"the HIP backend is not available in this build ({e})"
+        if "HipBackend" in str(e):
+            return None, "the HIP backend is not written yet (zluda_py/backends/hip has no HipBackend)"
+        return None, f"the HIP backend cannot be imported: {e}"
     usable, why = HipBackend.probe()
     return (HipBackend, why) if usable else (None, why)
 
