@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import itertools
 import threading
-import weakref
 
 from zluda_py import cmem, handles, log
 from zluda_py.dispatch import export
@@ -73,7 +72,7 @@ class Context:
         self.shared_config = 0
         self.streams: set = set()                 # live user streams (driver Stream objects)
         self.events: set = set()                  # live events (driver Event objects)
-        self.per_thread_streams = weakref.WeakSet()
+        self.per_thread_streams: set = set()      # per-thread default streams, dropped at thread exit
         self.legacy = None                        # the legacy default stream, made on first use
         self._hooks: list = []
         handles.new(self)
@@ -97,7 +96,8 @@ class Context:
 
     def all_streams(self) -> list:
         out = list(self.streams)
-        out.extend(list(self.per_thread_streams))
+        if self.per_thread_streams:
+            out.extend(self.per_thread_streams)
         if self.legacy is not None:
             out.append(self.legacy)
         return out

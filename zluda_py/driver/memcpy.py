@@ -18,7 +18,6 @@ CU_MEMORYTYPE_HOST = 1
 CU_MEMORYTYPE_DEVICE = 2
 CU_MEMORYTYPE_ARRAY = 3
 CU_MEMORYTYPE_UNIFIED = 4
-_PAGE_LOCKED = ("host", "registered")
 
 
 def _pair(name, impl, suffix):
@@ -30,12 +29,12 @@ def _pair(name, impl, suffix):
 def _run(stream, enqueue, sync: bool, src_pageable: bool = False, dst_pageable: bool = False) -> None:
     bs = stream.begin()
     enqueue(bs)
-    if sync or dst_pageable or (src_pageable and not bs.query()):
+    if (sync or dst_pageable or src_pageable) and not bs.query():
         stream.synchronize()
 
 
 def _pageable(alloc) -> bool:
-    return alloc is None or alloc.kind not in _PAGE_LOCKED and alloc.kind not in ("device", "managed", "pool")
+    return alloc is None     # every kind of allocation in the index is page-locked or device memory
 
 
 def _copy(per_thread, dst, src, n, hstream, sync, dst_kind, src_kind):

@@ -60,9 +60,14 @@ class Stream:
     def begin(self):
         """The backend stream, made to wait first for what CUDA's legacy-stream rules say it must."""
         if self.kind == "legacy":
-            for s in list(self.ctx.streams) + list(self.ctx.per_thread_streams):
-                if s.blocking and not s.backend.query():
-                    self._wait_for(s)
+            ctx = self.ctx
+            if not ctx.streams and not ctx.per_thread_streams:
+                return self.backend
+            for group in (ctx.streams, ctx.per_thread_streams):
+                if group:
+                    for s in list(group):
+                        if s.blocking and not s.backend.query():
+                            self._wait_for(s)
         elif self.blocking:
             legacy = self.ctx.legacy
             if legacy is not None and not legacy.backend.query():
@@ -95,12 +100,21 @@ def legacy_stream(ctx) -> Stream:
     return s
 
 
+class _ThreadStreams(dict):
+    """ctx.id -> this thread's per-thread default stream; when the thread ends, thread-local storage drops
+    this table and the streams leave their contexts."""
+
+    def __del__(self):
+        for s in self.values():
+            s.ctx.per_thread_streams.discard(s)
+
+
 def per_thread_stream(ctx) -> Stream:
     table = getattr(_tls, "streams", None)
     if table is None:
-        table = _tls.streams = {}
+        table = _tls.streams = _ThreadStreams()
     s = table.get(ctx.id)
-    if s is None or s.ctx is not ctx:
+    if s is None:
         s = table[ctx.id] = Stream(ctx, kind="per_thread")
         ctx.per_thread_streams.add(s)
     return s

@@ -61,30 +61,24 @@ class CpuStream(BackendStream):
         self._busy = False
         self._submitted = 0
         self._completed = 0
+        self._waiting = 0
 
     # --- queue machinery -------------------------------------------------------------------------------
     def enqueue(self, fn, inline: bool = False) -> int:
         """Queue fn (no arguments) behind earlier work; returns its sequence number. inline=True lets an
-        idle stream run it right here."""
+        idle stream run it right here, under the lock so that concurrent enqueuers line up behind it."""
         with self._lock:
             self._submitted += 1
             seq = self._submitted
-            if not (inline and not self._busy):
-                self._tasks.append((seq, fn))
-                if not self._busy:
-                    self._busy = True
-                    POOL.submit(self._drain)
+            if inline and not self._busy:
+                self._run(fn)
+                self._completed = seq
                 return seq
-            self._busy = True
-        self._run(fn)
-        with self._lock:
-            self._completed = seq
-            if self._tasks:
+            self._tasks.append((seq, fn))
+            if not self._busy:
+                self._busy = True
                 POOL.submit(self._drain)
-            else:
-                self._busy = False
-                self._drained.notify_all()
-        return seq
+            return seq
 
     def _run(self, fn) -> None:
         try:
@@ -110,7 +104,8 @@ class CpuStream(BackendStream):
             with self._lock:
                 if not self._tasks:
                     self._busy = False
-                    self._drained.notify_all()
+                    if self._waiting:
+                        self._drained.notify_all()
                     return
                 seq, fn = self._tasks.popleft()
             self._run(fn)
@@ -123,8 +118,16 @@ class CpuStream(BackendStream):
 
     # --- BackendStream ---------------------------------------------------------------------------------
     def copy(self, dst: int, src: int, size: int) -> None:
-        if size:
-            self.enqueue(lambda: libc.memmove(dst, src, size), inline=size <= INLINE_BYTES)
+        if not size:
+            return
+        if size <= INLINE_BYTES and not self._busy:
+            with self._lock:
+                if not self._busy:   # the common synchronous case, without building a task
+                    libc.memmove(dst, src, size)
+                    self._submitted += 1
+                    self._completed = self._submitted
+                    return
+        self.enqueue(lambda: libc.memmove(dst, src, size))
 
     def copy_2d(self, dst: int, dpitch: int, src: int, spitch: int, width: int, height: int) -> None:
         if width and height:
@@ -172,9 +175,12 @@ class CpuStream(BackendStream):
         return not self._busy and not self._tasks
 
     def synchronize(self) -> None:
-        with self._lock:
-            while self._busy:
-                self._drained.wait()
+        if self._busy:
+            with self._lock:
+                self._waiting += 1
+                while self._busy:
+                    self._drained.wait()
+                self._waiting -= 1
         if self.fault is not None:
             raise self.fault
 
