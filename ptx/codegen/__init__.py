@@ -1,0 +1,1 @@
+"""Code generators: PTX syntax trees to LLVM IR text (host CPU target)."""

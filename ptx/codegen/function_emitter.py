@@ -1,0 +1,472 @@
+"""Translates one flattened PTX function body into LLVM IR text: registers, operands, addresses,
+guards and labels; the instruction families live in ops_*.py and register themselves in HANDLERS."""
+
+from __future__ import annotations
+
+from ptx import ast as A
+from ptx.codegen import ptxtypes as T
+from ptx.codegen.irtext import IRFunction
+from ptx.errors import PTXSemanticError, PTXUnsupportedError
+
+HANDLERS = {}        # opcode -> fn(emitter, instruction)
+
+LLVM_BITS = {"i1": 1, "i8": 8, "i16": 16, "i32": 32, "i64": 64, "i128": 128, "half": 16,
+             "bfloat": 16, "float": 32, "double": 64, "<2 x half>": 32, "<2 x bfloat>": 32,
+             "<2 x i16>": 32, "<4 x i8>": 32}
+FLOAT_LLVM = frozenset({"half", "bfloat", "float", "double"})
+
+# ptx_launch / ptx_worker field offsets (ptxrt.h)
+L_PARAMS, L_GRID, L_BLOCK, L_DYN_SHARED, L_STATIC_SHARED = 0, 8, 20, 32, 36
+W_SHARED, W_SCRATCH, W_WORKER_ID = 0, 8, 24
+
+# thread-function status codes (see ptx/codegen/warp_scheduler.c)
+ST_DONE, ST_BARRIER, ST_WARP, ST_ABORT_BASE = 0, 1, 2, 0x100
+# frame header field offsets (see warp_scheduler.c, struct frame_header)
+FH_RESUME, FH_KIND, FH_MODE, FH_MASK, FH_B, FH_C, FH_SITE = 0, 8, 12, 16, 20, 24, 28
+FH_A, FH_RESULT, FH_PRED_IN, FH_PRED_OUT, FH_COUNT = 32, 40, 48, 52, 56
+FRAME_HEADER_BYTES = 64
+
+
+def handles(*opcodes):
+    def deco(fn):
+        for o in opcodes:
+            HANDLERS[o] = fn
+        return fn
+    return deco
+
+
+def unsupported(ins, what=None):
+    name = ".".join((ins.opcode,) + tuple(ins.mods))
+    raise PTXUnsupportedError(f"unsupported instruction {what or name}", ins.pos.line, ins.pos.col)
+
+
+def semantic(ins, msg):
+    raise PTXSemanticError(f"{msg} in {'.'.join((ins.opcode,) + tuple(ins.mods))}",
+                           ins.pos.line, ins.pos.col)
+
+
+class FunctionEmitter:
+    """mode: 'fast' (kernel body inlined in thread loops), 'sync' (resumable thread function),
+    'func' (a .func as an LLVM function)."""
+
+    def __init__(self, mctx, flat, mode: str):
+        self.m = mctx
+        self.flat = flat
+        self.mode = mode
+        self.f = IRFunction()
+        self.regs = {}              # register name -> (llvm type, alloca)
+        self.addr_vars = {}         # .local/.param variable in body -> (pointer value, size)
+        self.func_params = {}       # .func param name -> pointer argument
+        self.sync_sites = []        # [(label to resume at, post-resume callback)]
+        self.L = "%L"
+        self.W = "%W"
+        self.frame = "%frame"
+        self.tid = ["%tid.x", "%tid.y", "%tid.z"]
+        self.ctaid = ["%ctaid.x", "%ctaid.y", "%ctaid.z"]
+        self.exit_label = None      # where `exit` (and `ret` in an entry) goes
+        self.ret_label = None       # where `ret` goes in a .func
+        self.frame_local_offset = FRAME_HEADER_BYTES
+        self._cache = {}            # per-function invariant loads (entry block)
+        self.cur_ins = None
+        self.uses_warp_info = False
+
+    # ------------------------------------------------------------ entry-block invariants
+    def invariant(self, key, text_fn):
+        """A value computed once in the entry block (loads from L/W)."""
+        v = self._cache.get(key)
+        if v is None:
+            v = self.f.tmp()
+            self.entry_code.append(f"  {v} = " + text_fn())
+            self._cache[key] = v
+        return v
+
+    entry_code: list
+
+    def load_L_u32(self, off):
+        g = self.invariant(("Lp", off), lambda: f"getelementptr i8, ptr {self.L}, i64 {off}")
+        return self.invariant(("L", off), lambda: f"load i32, ptr {g}, align 4")
+
+    def params_base(self):
+        return self.invariant("params", lambda: f"load ptr, ptr {self.L}, align 8")
+
+    def shared_base(self):
+        return self.invariant("shared", lambda: f"load ptr, ptr {self.W}, align 8")
+
+    def ntid(self, i):
+        return self.load_L_u32(L_BLOCK + 4 * i)
+
+    def nctaid(self, i):
+        return self.load_L_u32(L_GRID + 4 * i)
+
+    # ------------------------------------------------------------ registers
+    def reg(self, name, ins=None):
+        r = self.regs.get(name)
+        if r is not None:
+            return r
+        d = self.flat.lookup(name)
+        if d is None or d.space != "reg":
+            if ins is not None:
+                semantic(ins, f"undefined register {name}")
+            raise PTXSemanticError(f"undefined register {name}")
+        if d.type.vec != 1:
+            unsupported(ins, f"vector register {name}")
+        ty = T.llvm_type(d.type.name)
+        ptr = self.f.alloca(ty)
+        self.regs[name] = (ty, ptr)
+        return self.regs[name]
+
+    def touch_all_registers(self):
+        """Create storage for every register the body names (resumable threads save a fixed set)."""
+        def visit(op):
+            if isinstance(op, A.Reg):
+                if op.name.startswith("%") and self.is_register(op.name):
+                    self.reg(op.name)
+            elif isinstance(op, A.Address):
+                if op.base and self.is_register(op.base):
+                    self.reg(op.base)
+            elif isinstance(op, A.Vector):
+                for e in op.elems:
+                    visit(e)
+            elif isinstance(op, A.Negated):
+                visit(op.operand)
+            elif isinstance(op, A.PredPair):
+                visit(op.first)
+                visit(op.second)
+            elif isinstance(op, A.ParenList):
+                for e in op.items:
+                    visit(e)
+        for st in self.flat.body:
+            if isinstance(st, A.Instruction):
+                for op in st.operands:
+                    visit(op)
+                if st.guard and self.is_register(st.guard[0]):
+                    self.reg(st.guard[0])
+
+    def is_register(self, name):
+        if name in self.regs:
+            return True
+        d = self.flat.lookup(name)
+        return d is not None and d.space == "reg"
+
+    # ------------------------------------------------------------ conversions
+    def coerce(self, val, src, dst, signed=False):
+        if src == dst:
+            return val
+        f = self.f
+        sb, db = LLVM_BITS[src], LLVM_BITS[dst]
+        if src == "i1":
+            return self.coerce(f.op(f"zext i1 {val} to i32"), "i32", dst, False) if dst != "i32" \
+                else f.op(f"zext i1 {val} to i32")
+        if dst == "i1":
+            iv = self.coerce(val, src, f"i{sb}")
+            return f.op(f"icmp ne i{sb} {iv}, 0")
+        if sb == db:
+            return f.op(f"bitcast {src} {val} to {dst}")
+        si = f"i{sb}"
+        di = f"i{db}"
+        iv = val if src == si else f.op(f"bitcast {src} {val} to {si}")
+        if sb > db:
+            iv = f.op(f"trunc {si} {iv} to {di}")
+        else:
+            iv = f.op(f"{'sext' if signed else 'zext'} {si} {iv} to {di}")
+        return iv if dst == di else f.op(f"bitcast {di} {iv} to {dst}")
+
+    # ------------------------------------------------------------ operands
+    def read(self, op, ptype, ins=None):
+        """The value of a source operand as the LLVM type of PTX type `ptype`."""
+        ins = ins or self.cur_ins
+        ty = T.llvm_type(ptype)
+        if isinstance(op, A.Reg):
+            name = op.name
+            if name.startswith("%") and self.is_register(name):
+                rty, ptr = self.reg(name, ins)
+                v = self.f.op(f"load {rty}, ptr {ptr}")
+                return self.coerce(v, rty, ty, T.is_signed(ptype))
+            sv = self.special_register(name, ins)
+            if sv is not None:
+                v, vty = sv
+                return self.coerce(v, vty, ty, False)
+            addr = self.symbol_value(name, 0, ins)
+            return self.coerce(addr, "i64", ty)
+        if isinstance(op, A.Imm):
+            return self.int_const(op.value, ptype)
+        if isinstance(op, A.FloatImm):
+            return self.float_imm(op, ptype)
+        if isinstance(op, A.SymbolExpr):
+            return self.coerce(self.symbol_value(op.name, op.offset, ins), "i64", ty)
+        if isinstance(op, A.Negated):
+            v = self.read(op.operand, "pred", ins)
+            return self.f.op(f"xor i1 {v}, true")
+        semantic(ins, f"bad source operand {type(op).__name__}")
+
+    def int_const(self, value, ptype):
+        ty = T.llvm_type(ptype)
+        if ty == "i1":
+            return "true" if value else "false"
+        if ty in FLOAT_LLVM or ty.startswith("<"):
+            # an integer literal where a float is expected: its numeric value (PTX converts)
+            if ty.startswith("<"):
+                bits = LLVM_BITS[ty]
+                return self.f.op(f"bitcast i{bits} {value & ((1 << bits) - 1)} to {ty}")
+            return self.f.op(f"sitofp i64 {value} to {ty}")
+        bits = LLVM_BITS[ty]
+        v = value & ((1 << bits) - 1)
+        if v >= 1 << (bits - 1):
+            v -= 1 << bits
+        return str(v)
+
+    def float_imm(self, op, ptype):
+        import struct
+        ty = T.llvm_type(ptype)
+        if op.bits == 32:
+            raw, rty = op.raw, "float"
+        elif op.bits == 64:
+            raw, rty = op.raw, "double"
+        else:
+            raw, rty = struct.unpack("<Q", struct.pack("<d", op.value))[0], "double"
+        if ty in ("i32", "i64", "i16", "i8", "i128") and op.bits:
+            return self.int_const(raw, ptype)
+        irty = "i32" if rty == "float" else "i64"
+        v = self.f.op(f"bitcast {irty} {raw} to {rty}")
+        if ty == rty:
+            return v
+        if ty in FLOAT_LLVM:
+            return self.f.op(f"{'fptrunc' if LLVM_BITS[ty] < LLVM_BITS[rty] else 'fpext'} {rty} {v} to {ty}")
+        return self.coerce(v, rty, ty)
+
+    def write(self, op, val, ptype, ins=None, signed=None):
+        """Store `val` (LLVM type of `ptype`) into a destination operand."""
+        ins = ins or self.cur_ins
+        if isinstance(op, A.Sink):
+            return
+        if not isinstance(op, A.Reg) or not self.is_register(op.name):
+            semantic(ins, "destination is not a register")
+        rty, ptr = self.reg(op.name, ins)
+        ty = T.llvm_type(ptype)
+        sg = T.is_signed(ptype) if signed is None else signed
+        v = self.coerce(val, ty, rty, sg)
+        self.f.emit(f"store {rty} {v}, ptr {ptr}")
+
+    def write_llvm(self, op, val, ty, signed=False):
+        if isinstance(op, A.Sink):
+            return
+        rty, ptr = self.reg(op.name, self.cur_ins)
+        self.f.emit(f"store {rty} {self.coerce(val, ty, rty, signed)}, ptr {ptr}")
+
+    # ------------------------------------------------------------ symbols and addresses
+    def symbol_value(self, name, offset, ins):
+        """A symbol used as a value: its address in its own state space, as i64."""
+        f = self.f
+        sh = self.m.shared_offset(name)
+        if sh is not None:
+            return str(sh + offset)
+        p = self.symbol_ptr(name, ins, allow_shared=False)
+        v = f.op(f"ptrtoint ptr {p} to i64")
+        return f.op(f"add i64 {v}, {offset}") if offset else v
+
+    def symbol_ptr(self, name, ins, allow_shared=True):
+        """Host pointer to a named variable (None if `name` is no variable)."""
+        if name in self.addr_vars:
+            return self.addr_vars[name][0]
+        if name in self.func_params:
+            return self.func_params[name]
+        kp = self.m.kernel_param_offset(name)
+        if kp is not None:
+            base = self.params_base()
+            return self.invariant(("kp", name), lambda: f"getelementptr i8, ptr {base}, i64 {kp}")
+        if allow_shared:
+            sh = self.m.shared_offset(name)
+            if sh is not None:
+                base = self.shared_base()
+                return self.invariant(("sh", name), lambda: f"getelementptr i8, ptr {base}, i64 {sh}")
+        g = self.m.global_symbol(name)
+        if g is not None:
+            return g
+        semantic(ins, f"undefined symbol {name}")
+
+    def address(self, op, space, ins=None):
+        """Host pointer for a memory operand `[base+off]` in state space `space` (None: generic)."""
+        ins = ins or self.cur_ins
+        f = self.f
+        if not isinstance(op, A.Address):
+            if isinstance(op, (A.Reg, A.SymbolExpr)):
+                op = A.Address(op.name, getattr(op, "offset", 0), op.pos)
+            else:
+                semantic(ins, "expected an address operand")
+        base = op.base
+        if base is not None and not self.is_register(base):
+            p = self.symbol_ptr(base, ins, allow_shared=(space in ("shared", None, "generic")))
+            if space not in ("shared",) and self.m.shared_offset(base) is not None and space is not None:
+                semantic(ins, f"{base} is not in the .{space} state space")
+            return f.op(f"getelementptr i8, ptr {p}, i64 {op.offset}") if op.offset else p
+        if base is None:
+            av = str(op.offset)
+        else:
+            rty, _ = self.reg(base, ins)
+            av = self.read(A.Reg(base, op.pos), "u64" if LLVM_BITS[rty] >= 64 else "u32", ins)
+            av = av if LLVM_BITS[rty] >= 64 else f.op(f"zext i32 {av} to i64")
+            if op.offset:
+                av = f.op(f"add i64 {av}, {op.offset}")
+        if space == "shared":
+            return f.op(f"getelementptr i8, ptr {self.shared_base()}, i64 {av}")
+        return f.op(f"inttoptr i64 {av} to ptr")
+
+    # ------------------------------------------------------------ special registers
+    def linear_tid(self):
+        f = self.f
+        bx, by = self.ntid(0), self.ntid(1)
+        yz = f.op(f"mul i32 {self.tid[2]}, {by}")
+        yz = f.op(f"add i32 {yz}, {self.tid[1]}")
+        yz = f.op(f"mul i32 {yz}, {bx}")
+        return f.op(f"add i32 {yz}, {self.tid[0]}")
+
+    def special_register(self, name, ins):
+        f = self.f
+        comp = {"x": 0, "y": 1, "z": 2}
+        base, _, c = name.partition(".")
+        if base in ("%tid", "%ntid", "%ctaid", "%nctaid") and c in comp:
+            i = comp[c]
+            if base == "%tid":
+                return self.tid[i], "i32"
+            if base == "%ctaid":
+                return self.ctaid[i], "i32"
+            if base == "%ntid":
+                return self.ntid(i), "i32"
+            return self.nctaid(i), "i32"
+        if name == "%laneid":
+            return f.op(f"and i32 {self.linear_tid()}, 31"), "i32"
+        if name == "%warpid":
+            return f.op(f"lshr i32 {self.linear_tid()}, 5"), "i32"
+        if name == "%nwarpid":
+            n = f.op(f"mul i32 {self.ntid(0)}, {self.ntid(1)}")
+            n = f.op(f"mul i32 {n}, {self.ntid(2)}")
+            n = f.op(f"add i32 {n}, 31")
+            return f.op(f"lshr i32 {n}, 5"), "i32"
+        if name.startswith("%lanemask_"):
+            lane = f.op(f"and i32 {self.linear_tid()}, 31")
+            bit = f.op(f"shl i32 1, {lane}")
+            kind = name[len("%lanemask_"):]
+            if kind == "eq":
+                return bit, "i32"
+            if kind == "lt":
+                return f.op(f"sub i32 {bit}, 1"), "i32"
+            if kind == "le":
+                return f.op(f"or i32 {f.op(f'sub i32 {bit}, 1')}, {bit}"), "i32"
+            if kind == "gt":
+                le = f.op(f"or i32 {f.op(f'sub i32 {bit}, 1')}, {bit}")
+                return f.op(f"xor i32 {le}, -1"), "i32"
+            if kind == "ge":
+                return f.op(f"xor i32 {f.op(f'sub i32 {bit}, 1')}, -1"), "i32"
+        if name in ("%clock64", "%clock"):
+            v = self.call("llvm.readcyclecounter", "i64", [])
+            if name == "%clock":
+                return f.op(f"trunc i64 {v} to i32"), "i32"
+            return v, "i64"
+        if name == "%globaltimer":
+            return self.call("ptx_rt_globaltimer", "i64", []), "i64"
+        if name in ("%globaltimer_lo", "%globaltimer_hi"):
+            v = self.call("ptx_rt_globaltimer", "i64", [])
+            if name.endswith("hi"):
+                v = f.op(f"lshr i64 {v}, 32")
+            return f.op(f"trunc i64 {v} to i32"), "i32"
+        if name == "%smid":
+            p = f.op(f"getelementptr i8, ptr {self.W}, i64 {W_WORKER_ID}")
+            return f.op(f"load i32, ptr {p}"), "i32"
+        if name == "%nsmid":
+            return "1024", "i32"
+        if name == "%gridid":
+            return "0", "i64"
+        if name == "%dynamic_smem_size":
+            return self.load_L_u32(L_DYN_SHARED), "i32"
+        if name == "%total_smem_size":
+            a = self.load_L_u32(L_DYN_SHARED)
+            b = self.load_L_u32(L_STATIC_SHARED)
+            return f.op(f"add i32 {a}, {b}"), "i32"
+        if name.startswith("%envreg"):
+            return "0", "i32"
+        if name.startswith("%"):
+            if ins is not None:
+                semantic(ins, f"undefined register {name}")
+        return None
+
+    # ------------------------------------------------------------ labels and control flow
+    @staticmethod
+    def label_name(ptx_label):
+        return "p." + ptx_label
+
+    def emit_body(self):
+        for st in self.flat.body:
+            if isinstance(st, A.Label):
+                self.f.label(self.label_name(st.name))
+                continue
+            self.emit_instruction(st)
+
+    def emit_instruction(self, ins):
+        self.cur_ins = ins
+        h = HANDLERS.get(ins.opcode)
+        if h is None:
+            unsupported(ins)
+        f = self.f
+        if ins.guard and ins.opcode != "bra":
+            g = self.read(A.Reg(ins.guard[0], ins.pos), "pred", ins)
+            run, skip = f.new_label("g.run"), f.new_label("g.skip")
+            if ins.guard[1]:
+                f.term(f"br i1 {g}, label %{skip}, label %{run}")
+            else:
+                f.term(f"br i1 {g}, label %{run}, label %{skip}")
+            f.label(run)
+            h(self, ins)
+            f.label(skip)
+        else:
+            h(self, ins)
+
+    def abort(self, code_val):
+        """Stop the whole launch: the thread trapped or asserted (code: PTXRT_TRAP/ASSERT)."""
+        f = self.f
+        if self.mode == "fast":
+            f.term(f"ret i32 {code_val}")
+        else:
+            v = f.op(f"add i32 {code_val}, {ST_ABORT_BASE}")
+            f.term(f"ret i32 {v}")
+
+    def thread_exit(self):
+        f = self.f
+        if self.mode == "func":
+            f.term("ret i32 1")
+        else:
+            f.term(f"br label %{self.exit_label}")
+
+    # ------------------------------------------------------------ calls
+    def call(self, fname, retty, args):
+        """Call an intrinsic or runtime function, declaring it in the module."""
+        self.m.declare(f"declare {retty} @{fname}({', '.join(t for t, _ in args)})")
+        argtxt = ", ".join(f"{t} {v}" for t, v in args)
+        if retty == "void":
+            self.f.emit(f"call void @{fname}({argtxt})")
+            return None
+        return self.f.op(f"call {retty} @{fname}({argtxt})")
+
+    # ------------------------------------------------------------ suspension (sync mode)
+    def suspend(self, status, setup, after=None):
+        """Suspend the thread: `setup()` writes the frame header (collective inputs); on resume
+        `after()` reads the results. Only valid in 'sync' mode."""
+        if self.mode != "sync":
+            unsupported(self.cur_ins, f"{self.cur_ins.opcode} outside a kernel (in a called function)")
+        f = self.f
+        k = len(self.sync_sites) + 1
+        cont = f.new_label(f"resume{k}.cont")
+        setup(k)
+        f.term(f"br label %save.{k}")
+        self.sync_sites.append((k, status, cont, after))
+        f.label(cont)
+
+    def frame_field(self, off):
+        return self.f.op(f"getelementptr i8, ptr {self.frame}, i64 {off}")
+
+    def store_frame(self, off, ty, val):
+        p = self.frame_field(off)
+        self.f.emit(f"store {ty} {val}, ptr {p}")
+
+    def load_frame(self, off, ty):
+        p = self.frame_field(off)
+        return self.f.op(f"load {ty}, ptr {p}")

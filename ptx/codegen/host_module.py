@@ -1,0 +1,511 @@
+"""Builds the LLVM IR module for the host CPU from a PTX module: globals, device functions, and per
+kernel a block-range function (ptxrt.h ABI) that runs either inlined thread loops (no sync points)
+or the resumable-thread scheduler (barriers, warp collectives)."""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+
+from ptx import ast as A
+from ptx.codegen import ptxtypes as T
+from ptx.codegen import function_emitter as FE
+from ptx.codegen.function_emitter import FunctionEmitter
+from ptx.errors import PTXSemanticError, PTXUnsupportedError
+from ptx.passes.flatten_scopes import flatten_function
+from ptx.passes.inline_sync_calls import inline_sync_calls
+from ptx.passes.sync_points import functions_with_sync, sync_kind
+
+# the instruction families register their handlers on import
+from ptx.codegen import ops_int, ops_float, ops_cvt, ops_mem, ops_ctrl, ops_warp, ops_atom  # noqa: F401
+
+BUILTIN_FUNCS = frozenset({"vprintf", "malloc", "free", "__assertfail"})
+
+
+@dataclass
+class KernelInfo:
+    name: str
+    symbol: str                      # LLVM name of the block-range function
+    params: list                     # [(offset, size, align)]
+    param_size: int
+    static_shared_bytes: int
+    local_bytes: int
+    frame_bytes: int
+    uses_sync: bool
+    maxntid: tuple = None
+    reqntid: tuple = None
+    param_types: list = field(default_factory=list)   # PTX type names, for packing python args
+
+
+def decl_size(d: A.VarDecl) -> int:
+    n = T.size_of(d.type.name) * d.type.vec
+    for dim in d.dims:
+        n *= dim
+    return n
+
+
+def decl_align(d: A.VarDecl) -> int:
+    return d.align or T.size_of(d.type.name) * d.type.vec
+
+
+def round_up(x, a):
+    return (x + a - 1) // a * a
+
+
+def llvm_name(prefix, ptx_name):
+    return f'@"{prefix}.{ptx_name}"'
+
+
+class ModuleContext:
+    def __init__(self, module: A.Module, fma_contract=False):
+        self.module = module
+        self.fma_contract = fma_contract
+        self.declarations = set()
+        self.helpers = {}            # name -> IR text of helper functions
+        self.global_syms = {}        # ptx name -> (llvm name, size)
+        self.func_decls = {}         # ptx name -> Function
+        self.shared_common = {}      # name -> offset (module-level and .func-body shared vars)
+        self.shared_kernel = {}
+        self.common_shared_end = 0
+        self.dynamic_shared_names = set()
+        self.kernel_params = {}
+        self.flat = {}
+        self.relocations = []     # (global, offset, size, mask, symbol, addend)
+
+    def declare(self, line):
+        self.declarations.add(line)
+
+    def add_helper(self, name, text):
+        self.helpers.setdefault(name, text)
+
+    def shared_offset(self, name):
+        if name in self.shared_kernel:
+            return self.shared_kernel[name]
+        return self.shared_common.get(name)
+
+    def kernel_param_offset(self, name):
+        return self.kernel_params.get(name)
+
+    def global_symbol(self, name):
+        g = self.global_syms.get(name)
+        if g is not None:
+            return g[0]
+        f = self.func_decls.get(name)
+        if f is not None and f.body is not None:
+            return llvm_name("f", name)
+        return None
+
+
+# ------------------------------------------------------------------ globals
+
+def _flat_init(init):
+    out = []
+
+    def walk(x):
+        for e in x:
+            if isinstance(e, list):
+                walk(e)
+            else:
+                out.append(e)
+    walk(init or [])
+    return out
+
+
+def _init_bytes(d: A.VarDecl, size: int, relocs: list):
+    """The initialiser's bytes; symbol-valued elements become relocations
+    (byte offset, element size, mask, symbol, addend), patched once addresses are known."""
+    t = d.type.name
+    esz = T.size_of(t)
+    buf = bytearray()
+    for e in _flat_init(d.init):
+        if isinstance(e, A.SymbolExpr) or (isinstance(e, A.Reg) and not e.name.startswith("%")):
+            relocs.append((len(buf), esz, getattr(e, "mask", 0), e.name, getattr(e, "offset", 0)))
+            buf += bytes(esz)
+            continue
+        if isinstance(e, A.FloatImm):
+            if t == "f32":
+                buf += struct.pack("<I", e.raw) if e.bits == 32 else struct.pack("<f", e.value)
+            elif t == "f64":
+                buf += struct.pack("<Q", e.raw) if e.bits == 64 else struct.pack("<d", e.value)
+            elif t == "f16":
+                buf += struct.pack("<e", e.value)
+            elif e.bits:
+                buf += (e.raw & ((1 << (8 * esz)) - 1)).to_bytes(esz, "little")
+            else:
+                buf += (int(e.value) & ((1 << (8 * esz)) - 1)).to_bytes(esz, "little")
+        elif isinstance(e, A.Imm):
+            v = e.value
+            if t == "f32":
+                buf += struct.pack("<f", float(v))
+            elif t == "f64":
+                buf += struct.pack("<d", float(v))
+            elif t == "f16":
+                buf += struct.pack("<e", float(v))
+            else:
+                buf += (v & ((1 << (8 * esz)) - 1)).to_bytes(esz, "little")
+        else:
+            raise PTXUnsupportedError(f"initialiser element {type(e).__name__} of {d.name}",
+                                      d.pos.line, d.pos.col)
+    if len(buf) > size:
+        raise PTXSemanticError(f"initialiser of {d.name} is larger than the variable",
+                               d.pos.line, d.pos.col)
+    return bytes(buf) + bytes(size - len(buf))
+
+
+def emit_global(d: A.VarDecl, mctx: ModuleContext, out: list):
+    size = decl_size(d)
+    if size == 0 and d.init:
+        size = len(_flat_init(d.init)) * T.size_of(d.type.name) * d.type.vec
+    size = max(size, 1)
+    name = llvm_name("g", d.name)
+    mctx.global_syms[d.name] = (name, size)
+    align = max(decl_align(d), 1)
+    if d.init:
+        relocs = []
+        data = _init_bytes(d, size, relocs)
+        for r in relocs:
+            mctx.relocations.append((d.name,) + r)
+        body = ", ".join(f"i8 {b}" for b in data)
+        out.append(f"{name} = global [{size} x i8] [{body}], align {align}")
+    else:
+        out.append(f"{name} = global [{size} x i8] zeroinitializer, align {align}")
+
+
+# ------------------------------------------------------------------ functions
+
+def _layout_params(params):
+    out, off = [], 0
+    for p in params:
+        size = decl_size(p)
+        align = p.align or T.size_of(p.type.name) * p.type.vec
+        off = round_up(off, align)
+        out.append((off, size, align))
+        off += size
+    return out, off
+
+
+def _setup_addr_vars(em: FunctionEmitter, flat, in_frame: bool):
+    """.local and body .param variables: allocas, or frame-resident in resumable threads."""
+    off = FE.FRAME_HEADER_BYTES
+    for d in flat.decls.values():
+        if d.space not in ("local", "param"):
+            continue
+        size = max(decl_size(d), 1)
+        align = max(decl_align(d), 1)
+        if in_frame:
+            off = round_up(off, max(align, 8))
+            p = em.f.tmp()
+            em.entry_code.append(f"  {p} = getelementptr i8, ptr %frame, i64 {off}")
+            off += size
+        else:
+            p = em.f.alloca(f"[{size} x i8]", align=max(align, 16) if size >= 16 else align)
+        em.addr_vars[d.name] = (p, size)
+    return round_up(off, 16)
+
+
+def _reg_signature():
+    return "ptr %L, ptr %W, ptr %frame, i32 %tid.x, i32 %tid.y, i32 %tid.z, " \
+           "i32 %ctaid.x, i32 %ctaid.y, i32 %ctaid.z"
+
+
+def _assemble(header, em: FunctionEmitter, after_entry: list, body_lines: list, footer: list):
+    f = em.f
+    out = [header, "entry:"]
+    out += f.entry_allocas
+    out += em.entry_code
+    out += after_entry
+    out += body_lines
+    out += footer
+    out.append("}")
+    return "\n".join(out)
+
+
+def emit_device_function(func: A.Function, flat, mctx: ModuleContext):
+    em = FunctionEmitter(mctx, flat, "func")
+    em.entry_code = []
+    args = []
+    reg_params = []
+    for i, d in enumerate(func.returns):
+        p = f'%"ret.{i}"'
+        args.append(f"ptr {p}")
+        if d.space == "reg":
+            reg_params.append(("ret", d, p))
+        else:
+            em.func_params[d.name] = p
+    for i, d in enumerate(func.params):
+        p = f'%"arg.{i}"'
+        args.append(f"ptr {p}")
+        if d.space == "reg":
+            reg_params.append(("arg", d, p))
+        else:
+            em.func_params[d.name] = p
+    _setup_addr_vars(em, flat, in_frame=False)
+    for kind, d, p in reg_params:
+        flat.decls.setdefault(d.name, d)
+    f = em.f
+    f.label("start")
+    for kind, d, p in reg_params:
+        if kind == "arg":
+            ty = T.llvm_type(d.type.name)
+            v = f.op(f"load {ty}, ptr {p}")
+            em.write(A.Reg(d.name), v, d.type.name)
+    em.ret_label = "fn.ret"
+    em.emit_body()
+    f.label("fn.ret")
+    for kind, d, p in reg_params:
+        if kind == "ret":
+            ty = T.llvm_type(d.type.name)
+            v = em.read(A.Reg(d.name), d.type.name)
+            f.emit(f"store {ty} {v}, ptr {p}")
+    f.term("ret i32 0")
+    sig = _reg_signature() + "".join(", " + a for a in args)
+    header = f"define internal i32 {llvm_name('f', func.name)}({sig}) {{"
+    return _assemble(header, em, ["  br label %start"], f.lines, [])
+
+
+def _store_undef_regs(em):
+    return [f"  store {ty} undef, ptr {ptr}" for ty, ptr in em.regs.values()]
+
+
+def emit_kernel(func: A.Function, flat, mctx: ModuleContext, has_sync: bool, out_funcs: list):
+    params, param_size = _layout_params(func.params)
+    mctx.kernel_params = {p.name: off for p, (off, _, _) in zip(func.params, params)}
+    # kernel-body shared variables after the common ones; `extern .shared` ones at the dynamic base
+    off = mctx.common_shared_end
+    dyn_align = 16
+    mctx.shared_kernel = {}
+    dyn_names = set(mctx.dynamic_shared_names)
+    for d in flat.decls.values():
+        if d.space != "shared":
+            continue
+        if d.dims and d.dims[-1] == 0 or d.linkage == "extern":
+            dyn_names.add(d.name)
+            dyn_align = max(dyn_align, decl_align(d))
+            continue
+        off = round_up(off, decl_align(d))
+        mctx.shared_kernel[d.name] = off
+        off += decl_size(d)
+    static_shared = round_up(off, dyn_align) if off else 0
+    for n in dyn_names:
+        mctx.shared_kernel[n] = static_shared
+
+    sym = llvm_name("k", func.name)
+    if not has_sync:
+        text, local_bytes = _emit_fast_kernel(func, flat, mctx, sym)
+        frame_bytes = 0
+        out_funcs.append(text)
+    else:
+        text, frame_bytes, local_bytes = _emit_sync_thread(func, flat, mctx)
+        out_funcs.append(text)
+        out_funcs.append(_emit_sync_block_fn(func, sym, frame_bytes, mctx))
+    return KernelInfo(func.name, f"k.{func.name}", params, param_size, static_shared, local_bytes,
+                      frame_bytes, has_sync, func.directives.get("maxntid"),
+                      func.directives.get("reqntid"), [p.type.name for p in func.params])
+
+
+def _emit_fast_kernel(func, flat, mctx, sym):
+    em = FunctionEmitter(mctx, flat, "fast")
+    em.entry_code = []
+    _setup_addr_vars(em, flat, in_frame=False)
+    local_bytes = sum(s for _, s in em.addr_vars.values())
+    f = em.f
+    bx, by, bz = em.ntid(0), em.ntid(1), em.ntid(2)
+    gx, gy = em.nctaid(0), em.nctaid(1)
+    em.exit_label = "tx.latch"
+    f.label("blk.pre")
+    f.emit("%blk.ne = icmp ult i64 %first, %last")
+    f.term("br i1 %blk.ne, label %blk.head, label %done")
+    f.label("blk.head")
+    f.emit("%b = phi i64 [ %first, %blk.pre ], [ %b.next, %blk.latch ]")
+    f.emit(f"%gx64 = zext i32 {gx} to i64")
+    f.emit(f"%gy64 = zext i32 {gy} to i64")
+    f.emit("%bq = udiv i64 %b, %gx64")
+    f.emit("%bx.r = urem i64 %b, %gx64")
+    f.emit("%by.r = urem i64 %bq, %gy64")
+    f.emit("%bz.r = udiv i64 %bq, %gy64")
+    f.emit("%ctaid.x = trunc i64 %bx.r to i32")
+    f.emit("%ctaid.y = trunc i64 %by.r to i32")
+    f.emit("%ctaid.z = trunc i64 %bz.r to i32")
+    f.term("br label %tz.head")
+    f.label("tz.head")
+    f.emit("%tid.z = phi i32 [ 0, %blk.head ], [ %tz.next, %tz.latch ]")
+    f.term("br label %ty.head")
+    f.label("ty.head")
+    f.emit("%tid.y = phi i32 [ 0, %tz.head ], [ %ty.next, %ty.latch ]")
+    f.term("br label %tx.head")
+    f.label("tx.head")
+    f.emit("%tid.x = phi i32 [ 0, %ty.head ], [ %tx.next, %tx.latch ]")
+    mark = len(f.lines)
+    em.emit_body()
+    f.label("tx.latch")
+    f.emit("%tx.next = add nuw i32 %tid.x, 1")
+    f.emit(f"%tx.c = icmp ult i32 %tx.next, {bx}")
+    f.term("br i1 %tx.c, label %tx.head, label %ty.latch")
+    f.label("ty.latch")
+    f.emit("%ty.next = add nuw i32 %tid.y, 1")
+    f.emit(f"%ty.c = icmp ult i32 %ty.next, {by}")
+    f.term("br i1 %ty.c, label %ty.head, label %tz.latch")
+    f.label("tz.latch")
+    f.emit("%tz.next = add nuw i32 %tid.z, 1")
+    f.emit(f"%tz.c = icmp ult i32 %tz.next, {bz}")
+    f.term("br i1 %tz.c, label %tz.head, label %blk.latch")
+    f.label("blk.latch")
+    f.emit("%b.next = add nuw i64 %b, 1")
+    f.emit("%b.c = icmp ult i64 %b.next, %last")
+    f.term("br i1 %b.c, label %blk.head, label %done")
+    f.label("done")
+    f.term("ret i32 0")
+    f.lines[mark:mark] = _store_undef_regs(em)
+    header = f"define i32 {sym}(ptr %L, i64 %first, i64 %last, ptr %W) {{"
+    return _assemble(header, em, ["  br label %blk.pre"], f.lines, []), local_bytes
+
+
+def _emit_sync_thread(func, flat, mctx):
+    em = FunctionEmitter(mctx, flat, "sync")
+    em.entry_code = []
+    local_end = _setup_addr_vars(em, flat, in_frame=True)
+    f = em.f
+    em.exit_label = "thread.exit"
+    em.touch_all_registers()
+    f.label("start")
+    em.emit_body()
+    f.label("thread.exit")
+    f.term(f"ret i32 {FE.ST_DONE}")
+    # register save area after the frame-resident variables
+    reg_off = {}
+    off = local_end
+    for name, (ty, ptr) in em.regs.items():
+        sz = max(FE.LLVM_BITS[ty] // 8, 1)
+        off = round_up(off, sz)
+        reg_off[name] = off
+        off += sz
+    frame_bytes = round_up(off, 64)
+    for k, status, cont, after in em.sync_sites:
+        f.label(f"save.{k}")
+        for name, (ty, ptr) in em.regs.items():
+            v = f.op(f"load {ty}, ptr {ptr}")
+            em.store_frame(reg_off[name], ty, v)
+        em.store_frame(FE.FH_RESUME, "i32", str(k))
+        f.term(f"ret i32 {status}")
+        f.label(f"restore.{k}")
+        for name, (ty, ptr) in em.regs.items():
+            v = em.load_frame(reg_off[name], ty)
+            f.emit(f"store {ty} {v}, ptr {ptr}")
+        if after is not None:
+            after()
+        f.term(f"br label %{cont}")
+    cases = " ".join(f"i32 {k}, label %restore.{k}" for k, _, _, _ in em.sync_sites)
+    dispatch = ["  %resume = load i32, ptr %frame, align 4",
+                f"  switch i32 %resume, label %start [ {cases} ]"]
+    header = f"define internal i32 @\"t.{func.name}\"({_reg_signature()}) {{"
+    local_bytes = local_end - FE.FRAME_HEADER_BYTES
+    return _assemble(header, em, dispatch, f.lines, []), frame_bytes, local_bytes
+
+
+def _emit_sync_block_fn(func, sym, frame_bytes, mctx):
+    mctx.declare("declare i32 @ptx_sched_block(ptr, ptr, ptr, i32, i32, i32, i32)")
+    return f"""define i32 {sym}(ptr %L, i64 %first, i64 %last, ptr %W) {{
+entry:
+  %gxp = getelementptr i8, ptr %L, i64 {FE.L_GRID}
+  %gx = load i32, ptr %gxp
+  %gyp = getelementptr i8, ptr %L, i64 {FE.L_GRID + 4}
+  %gy = load i32, ptr %gyp
+  %gx64 = zext i32 %gx to i64
+  %gy64 = zext i32 %gy to i64
+  %ne = icmp ult i64 %first, %last
+  br i1 %ne, label %head, label %done
+head:
+  %b = phi i64 [ %first, %entry ], [ %b.next, %next ]
+  %bq = udiv i64 %b, %gx64
+  %cx64 = urem i64 %b, %gx64
+  %cy64 = urem i64 %bq, %gy64
+  %cz64 = udiv i64 %bq, %gy64
+  %cx = trunc i64 %cx64 to i32
+  %cy = trunc i64 %cy64 to i32
+  %cz = trunc i64 %cz64 to i32
+  %r = call i32 @ptx_sched_block(ptr @"t.{func.name}", ptr %L, ptr %W, i32 %cx, i32 %cy, i32 %cz, i32 {frame_bytes})
+  %bad = icmp ne i32 %r, 0
+  br i1 %bad, label %fail, label %next
+next:
+  %b.next = add nuw i64 %b, 1
+  %more = icmp ult i64 %b.next, %last
+  br i1 %more, label %head, label %done
+fail:
+  ret i32 %r
+done:
+  ret i32 0
+}}"""
+
+
+# ------------------------------------------------------------------ module
+
+@dataclass
+class HostIR:
+    text: str
+    kernels: dict                 # name -> KernelInfo
+    globals: dict                 # ptx name -> (llvm global name without @, size)
+    relocations: list             # symbol-valued initialiser elements, patched after JIT
+    functions: dict               # ptx name of a .func -> its LLVM name (for relocations)
+
+
+def build_host_ir(module: A.Module, fma_contract=False) -> HostIR:
+    mctx = ModuleContext(module, fma_contract)
+    pending_globals = []
+    funcs = {}
+    for item in module.items:
+        if isinstance(item, A.VarDecl):
+            if item.space in ("global", "const"):
+                emit_global(item, mctx, pending_globals)
+            elif item.space == "shared":
+                if item.linkage == "extern" or (item.dims and item.dims[-1] == 0):
+                    mctx.dynamic_shared_names.add(item.name)
+                else:
+                    off = round_up(mctx.common_shared_end, decl_align(item))
+                    mctx.shared_common[item.name] = off
+                    mctx.common_shared_end = off + decl_size(item)
+            elif item.space in ("tex", "surf", "sampler", "texref", "surfref", "samplerref"):
+                raise PTXUnsupportedError(f"module-level .{item.space} variable {item.name}",
+                                          item.pos.line, item.pos.col)
+            else:
+                raise PTXUnsupportedError(f"module-level .{item.space} variable {item.name}",
+                                          item.pos.line, item.pos.col)
+        elif isinstance(item, A.Function):
+            prev = mctx.func_decls.get(item.name)
+            if prev is None or prev.body is None:
+                mctx.func_decls[item.name] = item
+    for name, fn in mctx.func_decls.items():
+        if fn.body is not None:
+            funcs[name] = flatten_function(fn)
+    sync_funcs = functions_with_sync(funcs)
+    for name, ff in funcs.items():
+        if ff.func.kind == "entry" or name in sync_funcs:
+            inline_sync_calls(ff, funcs, sync_funcs)
+    # shared variables declared in .func bodies live in the common area (same offset in every kernel)
+    for name, ff in funcs.items():
+        if ff.func.kind == "func":
+            for d in ff.decls.values():
+                if d.space == "shared":
+                    off = round_up(mctx.common_shared_end, decl_align(d))
+                    mctx.shared_common[d.name] = off
+                    mctx.common_shared_end = off + decl_size(d)
+    bodies = []
+    kernels = {}
+    for name, ff in funcs.items():
+        fn = ff.func
+        if fn.kind == "func":
+            if name in BUILTIN_FUNCS:
+                continue
+            mctx.shared_kernel = {n: 0 for n in mctx.dynamic_shared_names}
+            mctx.kernel_params = {}
+            bodies.append(emit_device_function(fn, ff, mctx))
+    for name, ff in funcs.items():
+        fn = ff.func
+        if fn.kind == "entry":
+            has_sync = any(isinstance(s, A.Instruction) and sync_kind(s) for s in ff.body)
+            kernels[name] = emit_kernel(fn, ff, mctx, has_sync, bodies)
+    glines = pending_globals
+    text = "\n".join(["; generated by ptx.codegen.host_module", *glines, *sorted(mctx.declarations),
+                      *mctx.helpers.values(), *bodies]) + "\n"
+    gl = {k: (v[0][1:].strip('"'), v[1]) for k, v in mctx.global_syms.items()}
+    fnames = {n: f"f.{n}" for n, ff in funcs.items() if ff.func.kind == 'func'}
+    return HostIR(text, kernels, gl, mctx.relocations, fnames)

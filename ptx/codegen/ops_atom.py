@@ -1,0 +1,64 @@
+"""Atomics: atom/red in global, shared and generic space, every operation (integer, float and double
+add, cas, exch, inc/dec with CUDA's wrap rules), as LLVM atomicrmw/cmpxchg."""
+
+from __future__ import annotations
+
+from ptx.codegen import ptxtypes as T
+from ptx.codegen.function_emitter import handles, unsupported, semantic
+from ptx.codegen.ops_mem import space_of
+
+ORDER = {"relaxed": "monotonic", "acquire": "acquire", "release": "release", "acq_rel": "acq_rel",
+         "sc": "seq_cst"}
+RMW_OPS = ("and", "or", "xor", "cas", "exch", "add", "inc", "dec", "min", "max")
+
+
+@handles("atom", "red")
+def op_atom(em, ins):
+    f = em.f
+    mods = ins.mods
+    op = next((m for m in mods if m in RMW_OPS), None)
+    ts = T.types_in(mods)
+    if op is None or not ts:
+        semantic(ins, "atom needs an operation and a type")
+    if any(m in ("v2", "v4", "v8") for m in mods):
+        unsupported(ins)
+    t = ts[-1]
+    if t in ("f16x2", "bf16x2"):
+        unsupported(ins)
+    order = next((ORDER[m] for m in mods if m in ORDER), "monotonic")
+    if op == "cas" and order in ("release", "monotonic"):
+        fail_order = "monotonic"
+    else:
+        fail_order = "acquire" if order in ("acquire", "acq_rel") else \
+            ("seq_cst" if order == "seq_cst" else "monotonic")
+    space = space_of(mods)
+    is_red = ins.opcode == "red"
+    ops = ins.operands
+    dst = None if is_red else ops[0]
+    addr = ops[0] if is_red else ops[1]
+    p = em.address(addr, space)
+    ty = T.llvm_type(t)
+    if T.is_float(t) and op not in ("add", "exch", "min", "max", "cas"):
+        semantic(ins, f"atom.{op} on a float type")
+    b = em.read(ops[1] if is_red else ops[2], t)
+    if op == "cas":
+        c = em.read(ops[3], t)
+        if T.is_float(t):
+            ity = f"i{T.bits_of(t)}"
+            bi, ci = em.coerce(b, ty, ity), em.coerce(c, ty, ity)
+            pair = f.op(f"cmpxchg ptr {p}, {ity} {bi}, {ity} {ci} {order} {fail_order}")
+            old = em.coerce(f.op(f"extractvalue {{ {ity}, i1 }} {pair}, 0"), ity, ty)
+        else:
+            pair = f.op(f"cmpxchg ptr {p}, {ty} {b}, {ty} {c} {order} {fail_order}")
+            old = f.op(f"extractvalue {{ {ty}, i1 }} {pair}, 0")
+    else:
+        if T.is_float(t):
+            rmw = {"add": "fadd", "exch": "xchg", "min": "fmin", "max": "fmax"}[op]
+        else:
+            signed = T.is_signed(t)
+            rmw = {"and": "and", "or": "or", "xor": "xor", "exch": "xchg", "add": "add",
+                   "inc": "uinc_wrap", "dec": "udec_wrap",
+                   "min": "min" if signed else "umin", "max": "max" if signed else "umax"}[op]
+        old = f.op(f"atomicrmw {rmw} ptr {p}, {ty} {b} {order}")
+    if dst is not None:
+        em.write(dst, old, t)

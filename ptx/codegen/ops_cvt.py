@@ -1,0 +1,173 @@
+"""cvt: integer<->integer (with .sat), float->integer (rni/rzi/rmi/rpi, saturating, NaN -> 0),
+integer->float and float->float in every rounding mode, f16x2/bf16x2 packing, .ftz/.sat/.relu."""
+
+from __future__ import annotations
+
+from ptx.codegen import ptxtypes as T
+from ptx.codegen.function_emitter import handles, unsupported, semantic
+from ptx.codegen.ops_float import (ROUNDING, call_strict, ftz, saturate, f32_to_bf16, _suffix)
+
+IRND = {"rni": "roundeven", "rzi": "trunc", "rmi": "floor", "rpi": "ceil"}
+
+
+def _int_range(t):
+    bits = T.bits_of(t)
+    if T.is_signed(t):
+        return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    return 0, (1 << bits) - 1
+
+
+def _f64_to_f16(em, v):
+    """Correctly rounded f64 -> f16 without a libcall: round to f32 by round-to-odd, then to f16."""
+    f = em.f
+    r = call_strict(em, "fptrunc", "float", [("double", v)], "towardzero", "f32.f64")
+    back = f.op(f"fpext float {r} to double")
+    inexact = f.op(f"fcmp one double {back}, {v}")
+    b = f.op(f"bitcast float {r} to i32")
+    b = f.op(f"select i1 {inexact}, i32 {f.op(f'or i32 {b}, 1')}, i32 {b}")
+    inf = f.op(f"fcmp oeq double {f.op(f'call double @llvm.fabs.f64(double {v})')}, 0x7FF0000000000000")
+    em.m.declare("declare double @llvm.fabs.f64(double)")
+    rr = f.op(f"bitcast i32 {b} to float")
+    rr = f.op(f"select i1 {inf}, float {f.op(f'fptrunc double {v} to float')}, float {rr}")
+    return f.op(f"fptrunc float {rr} to half")
+
+
+def convert_float(em, ins, v, st, dt, rnd):
+    """float -> float."""
+    f = em.f
+    sty, dty = T.llvm_type(st), T.llvm_type(dt)
+    mode = ROUNDING.get(rnd) if rnd in ROUNDING else None
+    if T.bits_of(dt) > T.bits_of(st) or (st == "bf16" and dt != "f16") or st == dt:
+        if st == "bf16" and dt == "f16":
+            unsupported(ins)
+        return v if st == dt else f.op(f"fpext {sty} {v} to {dty}")
+    if dt == "bf16":
+        if mode is not None:
+            unsupported(ins, f"cvt.{rnd}.bf16.{st}")
+        if st == "f64":
+            v = call_strict(em, "fptrunc", "float", [("double", v)], "towardzero", "f32.f64") \
+                if False else f.op(f"fptrunc double {v} to float")
+        if st == "f16":
+            v = f.op(f"fpext half {v} to float")
+        return f32_to_bf16(em, v)
+    if dt == "f16" and st == "f64":
+        if mode is not None:
+            unsupported(ins, f"cvt.{rnd}.f16.f64")
+        return _f64_to_f16(em, v)
+    if mode is None:
+        return f.op(f"fptrunc {sty} {v} to {dty}")
+    return call_strict(em, "fptrunc", dty, [(sty, v)], mode, f"{_suffix(dty)}.{_suffix(sty)}")
+
+
+@handles("cvt")
+def op_cvt(em, ins):
+    ts = T.types_in(ins.mods)
+    if len(ts) != 2:
+        semantic(ins, "cvt needs a destination and a source type")
+    dt, st = ts
+    f = em.f
+    mods = set(ins.mods)
+    rnd = next((m for m in ins.mods if m in ROUNDING or m in IRND), None)
+    if {"satfinite"} & mods:
+        unsupported(ins)
+    if dt in ("f16x2", "bf16x2"):
+        if st != "f32":
+            unsupported(ins)
+        a = em.read(ins.operands[1], "f32")
+        b = em.read(ins.operands[2], "f32")
+        et = "f16" if dt == "f16x2" else "bf16"
+        parts = []
+        for x in (b, a):               # element 0 (low half) comes from b
+            if "ftz" in mods:
+                x = ftz(em, x, "f32")
+            y = convert_float(em, ins, x, "f32", et, rnd)
+            if "relu" in mods:
+                y = _relu(em, y, T.llvm_type(et))
+            parts.append(y)
+        ety = T.llvm_type(et)
+        vty = T.llvm_type(dt)
+        r = f.op(f"insertelement {vty} poison, {ety} {parts[0]}, i32 0")
+        r = f.op(f"insertelement {vty} {r}, {ety} {parts[1]}, i32 1")
+        em.write(ins.operands[0], r, dt)
+        return
+    v = em.read(ins.operands[1], st)
+    sf, df = T.is_float(st), T.is_float(dt)
+    if sf and "ftz" in mods:
+        v = ftz(em, v, st)
+    if sf and df:
+        if rnd in IRND:
+            if st != dt:
+                semantic(ins, "integer rounding between different float types")
+            r = em.call(f"llvm.{IRND[rnd]}.{_suffix(T.llvm_type(st))}", T.llvm_type(st),
+                        [(T.llvm_type(st), v)])
+        else:
+            r = convert_float(em, ins, v, st, dt, rnd)
+        if "ftz" in mods:
+            r = ftz(em, r, dt)
+        if "relu" in mods:
+            r = _relu(em, r, T.llvm_type(dt))
+        if "sat" in mods:
+            r = saturate(em, r, T.llvm_type(dt))
+        em.write(ins.operands[0], r, dt)
+        return
+    if sf and not df:
+        sty = T.llvm_type(st)
+        if st in ("f16", "bf16"):
+            v = f.op(f"fpext {sty} {v} to float")
+            sty = "float"
+        if rnd in IRND:
+            v = em.call(f"llvm.{IRND[rnd]}.{_suffix(sty)}", sty, [(sty, v)])
+        elif rnd is not None:
+            semantic(ins, f".{rnd} on a float-to-integer cvt")
+        bits = T.bits_of(dt)
+        k = "fptosi" if T.is_signed(dt) else "fptoui"
+        r = em.call(f"llvm.{k}.sat.i{bits}.{_suffix(sty)}", f"i{bits}", [(sty, v)])
+        em.write(ins.operands[0], r, dt)
+        return
+    if not sf and df:
+        sty, dty = T.llvm_type(st), T.llvm_type(dt)
+        k = "sitofp" if T.is_signed(st) else "uitofp"
+        mode = ROUNDING.get(rnd) if rnd in ROUNDING else None
+        if rnd in IRND:
+            semantic(ins, f".{rnd} on an integer-to-float cvt")
+        if dt == "bf16":
+            if mode is not None:
+                unsupported(ins)
+            r = f32_to_bf16(em, f.op(f"{k} {sty} {v} to float"))
+        elif mode is None:
+            if dt == "f16":
+                r = f.op(f"fptrunc float {f.op(f'{k} {sty} {v} to float')} to half")
+            else:
+                r = f.op(f"{k} {sty} {v} to {dty}")
+        else:
+            if dt == "f16":
+                unsupported(ins)
+            r = call_strict(em, k, dty, [(sty, v)], mode, f"{_suffix(dty)}.{sty}")
+        if "ftz" in mods:
+            r = ftz(em, r, dt)
+        if "sat" in mods:
+            r = saturate(em, r, dty)
+        em.write(ins.operands[0], r, dt)
+        return
+    # integer -> integer
+    sb, db = T.bits_of(st), T.bits_of(dt)
+    if "sat" in mods:
+        lo, hi = _int_range(dt)
+        w = f.op(f"{'sext' if T.is_signed(st) else 'zext'} i{sb} {v} to i128")
+        w = em.call("llvm.smax.i128", "i128", [("i128", w), ("i128", str(lo))])
+        w = em.call("llvm.smin.i128", "i128", [("i128", w), ("i128", str(hi))])
+        r = f.op(f"trunc i128 {w} to i{db}")
+    elif sb == db:
+        r = v
+    elif sb > db:
+        r = f.op(f"trunc i{sb} {v} to i{db}")
+    else:
+        r = f.op(f"{'sext' if T.is_signed(st) else 'zext'} i{sb} {v} to i{db}")
+    em.write(ins.operands[0], r, dt)
+
+
+def _relu(em, r, ty):
+    f = em.f
+    neg = f.op(f"fcmp olt {ty} {r}, {'zeroinitializer' if ty.startswith('<') else '0.0'}")
+    z = "zeroinitializer" if ty.startswith("<") else "0.0"
+    return f.op(f"select i1 {neg}, {ty} {z}, {ty} {r}")

@@ -1,0 +1,350 @@
+"""Floating-point instructions for f16/bf16 (and x2), f32, f64: add/sub/mul/fma/mad/div/rcp/sqrt/rsqrt
+with exact .rn/.rz/.rm/.rp (directed modes run in small strictfp helpers that switch the FP
+environment), .ftz, .sat, min/max NaN rules, abs/neg, copysign, testp, and the .approx
+transcendentals."""
+
+from __future__ import annotations
+
+from ptx.codegen import ptxtypes as T
+from ptx.codegen.function_emitter import handles, unsupported, semantic
+from ptx.codegen.ops_mem import one_type
+
+ROUNDING = {"rn": None, "rz": "towardzero", "rm": "downward", "rp": "upward"}
+SET_ROUNDING = {"towardzero": 0, "tonearest": 1, "upward": 2, "downward": 3}
+MIN_NORMAL_BITS = {"float": ("i32", 0x00800000, 0x7FFFFFFF), "double": ("i64", 1 << 52, (1 << 63) - 1),
+                   "half": ("i16", 0x0400, 0x7FFF)}
+STRICT_ATTRS = "attributes #90 = { strictfp noinline nounwind }\nattributes #91 = { strictfp }"
+
+
+def rounding_of(ins):
+    for m in ins.mods:
+        if m in ROUNDING:
+            return m
+    return None
+
+
+def _suffix(ty):
+    return {"float": "f32", "double": "f64", "half": "f16", "bfloat": "bf16",
+            "<2 x half>": "v2f16", "<2 x bfloat>": "v2bf16"}[ty]
+
+
+def strict_helper(em, op, retty, argtys, mode, overload):
+    """A strictfp function computing constrained `op` with rounding `mode`; returns its name."""
+    name = f"rnd.{op}.{overload}.{mode}"
+    args = ", ".join(f"{t} %a{i}" for i, t in enumerate(argtys))
+    cargs = ", ".join(f"{t} %a{i}" for i, t in enumerate(argtys))
+    has_round = op not in ("fpext", "fptosi", "fptoui")
+    meta = (f', metadata !"round.{mode}"' if has_round else "") + ', metadata !"fpexcept.ignore"'
+    intr = f"llvm.experimental.constrained.{op}.{overload}"
+    mdecl = ", metadata" if has_round else ""
+    em.m.declare(f"declare {retty} @{intr}({', '.join(argtys)}{mdecl}, metadata)")
+    em.m.declare("declare void @llvm.set_rounding(i32)")
+    em.m.add_helper("#strict-attrs", STRICT_ATTRS)
+    em.m.add_helper(name, f"""define internal {retty} @"{name}"({args}) #90 {{
+  call void @llvm.set_rounding(i32 {SET_ROUNDING[mode]}) #91
+  %r = call {retty} @{intr}({cargs}{meta}) #91
+  call void @llvm.set_rounding(i32 1) #91
+  ret {retty} %r
+}}""")
+    return f'@"{name}"'
+
+
+def call_strict(em, op, retty, args, mode, overload):
+    name = strict_helper(em, op, retty, [t for t, _ in args], mode, overload)
+    return em.f.op(f"call {retty} {name}({', '.join(f'{t} {v}' for t, v in args)})")
+
+
+def ftz(em, v, t):
+    """Flush a subnormal value to a zero of the same sign (no-op for bf16 and f64 per PTX)."""
+    ty = T.llvm_type(t)
+    if ty in ("<2 x half>", "<2 x bfloat>"):
+        return v
+    if ty not in MIN_NORMAL_BITS:
+        return v
+    f = em.f
+    ity, minn, absmask = MIN_NORMAL_BITS[ty]
+    bits = f.op(f"bitcast {ty} {v} to {ity}")
+    mag = f.op(f"and {ity} {bits}, {absmask}")
+    small = f.op(f"icmp ult {ity} {mag}, {minn}")
+    sign = f.op(f"and {ity} {bits}, {-(1 << (int(ity[1:]) - 1))}")
+    nb = f.op(f"select i1 {small}, {ity} {sign}, {ity} {bits}")
+    return f.op(f"bitcast {ity} {nb} to {ty}")
+
+
+def saturate(em, v, ty):
+    f = em.f
+    if ty.startswith("<"):
+        z = "zeroinitializer"
+        pos = f.op(f"fcmp ogt {ty} {v}, {z}")
+        one = f.op(f"sitofp <2 x i32> <i32 1, i32 1> to {ty}")
+        m = em.call(f"llvm.minnum.{_suffix(ty)}", ty, [(ty, v), (ty, one)])
+        return f.op(f"select <2 x i1> {pos}, {ty} {m}, {ty} {z}")
+    one = f.op(f"sitofp i32 1 to {ty}")
+    zero = f.op(f"sitofp i32 0 to {ty}")
+    pos = f.op(f"fcmp ogt {ty} {v}, {zero}")
+    m = em.call(f"llvm.minnum.{_suffix(ty)}", ty, [(ty, v), (ty, one)])
+    return f.op(f"select i1 {pos}, {ty} {m}, {ty} {zero}")
+
+
+# ------------------------------------------------------------------ bf16 through f32
+
+def bf16_to_f32(em, v, ty):
+    f = em.f
+    if ty == "<2 x bfloat>":
+        return f.op(f"fpext <2 x bfloat> {v} to <2 x float>")
+    return f.op(f"fpext bfloat {v} to float")
+
+
+def f32_to_bf16(em, v, ty="bfloat"):
+    """Round-to-nearest-even f32 -> bf16 with integer arithmetic (no libcall needed)."""
+    f = em.f
+    if ty == "<2 x bfloat>":
+        parts = []
+        for i in range(2):
+            e = f.op(f"extractelement <2 x float> {v}, i32 {i}")
+            parts.append(f32_to_bf16(em, e))
+        r = f.op(f"insertelement <2 x bfloat> poison, bfloat {parts[0]}, i32 0")
+        return f.op(f"insertelement <2 x bfloat> {r}, bfloat {parts[1]}, i32 1")
+    b = f.op(f"bitcast float {v} to i32")
+    lsb = f.op(f"and i32 {f.op(f'lshr i32 {b}, 16')}, 1")
+    r = f.op(f"add i32 {f.op(f'add i32 {b}, 32767')}, {lsb}")
+    r = f.op(f"lshr i32 {r}, 16")
+    nan = f.op(f"fcmp uno float {v}, 0.0")
+    q = f.op(f"or i32 {f.op(f'lshr i32 {b}, 16')}, 64")
+    r = f.op(f"select i1 {nan}, i32 {q}, i32 {r}")
+    return f.op(f"bitcast i16 {f.op(f'trunc i32 {r} to i16')} to bfloat")
+
+
+def _is_bf(t):
+    return t in ("bf16", "bf16x2")
+
+
+def _widen(em, t, vals):
+    """bf16 values are computed in f32 (exact for + - * and fma inputs); others as they are."""
+    ty = T.llvm_type(t)
+    if _is_bf(t):
+        wty = "<2 x float>" if t == "bf16x2" else "float"
+        return wty, [bf16_to_f32(em, v, ty) for v in vals]
+    return ty, vals
+
+
+def _narrow(em, t, v):
+    if _is_bf(t):
+        return f32_to_bf16(em, v, T.llvm_type(t))
+    return v
+
+
+# ------------------------------------------------------------------ arithmetic
+
+LLVM_BINOP = {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv"}
+
+
+def float_arith(em, ins):
+    t = one_type(ins)
+    f = em.f
+    mods = set(ins.mods)
+    a = em.read(ins.operands[1], t)
+    b = em.read(ins.operands[2], t)
+    if "ftz" in mods:
+        a, b = ftz(em, a, t), ftz(em, b, t)
+    op = LLVM_BINOP.get(ins.opcode)
+    if op is None:
+        unsupported(ins)
+    rnd = rounding_of(ins)
+    mode = ROUNDING.get(rnd) if rnd else None
+    if ins.opcode == "div" and t == "f32" and not ({"approx", "full", "rn", "rz", "rm", "rp"} & mods):
+        semantic(ins, "div.f32 needs .approx, .full or a rounding mode")
+    wty, (wa, wb) = _widen(em, t, [a, b])
+    if mode is None:
+        flags = ""
+        if em.m.fma_contract and rnd is None and op in ("fadd", "fsub", "fmul"):
+            flags = "contract "
+        r = f.op(f"{op} {flags}{wty} {wa}, {wb}")
+    else:
+        if _is_bf(t) or wty.startswith("<") or wty == "half":
+            unsupported(ins, f"{ins.opcode}.{rnd}.{t}")
+        r = call_strict(em, op, wty, [(wty, wa), (wty, wb)], mode, _suffix(wty))
+    r = _narrow(em, t, r)
+    if "ftz" in mods:
+        r = ftz(em, r, t)
+    if "sat" in mods:
+        r = saturate(em, r, T.llvm_type(t))
+    em.write(ins.operands[0], r, t)
+
+
+def float_fma(em, ins):
+    t = one_type(ins)
+    f = em.f
+    mods = set(ins.mods)
+    a, b, c = (em.read(o, t) for o in ins.operands[1:4])
+    if "ftz" in mods:
+        a, b, c = ftz(em, a, t), ftz(em, b, t), ftz(em, c, t)
+    rnd = rounding_of(ins)
+    mode = ROUNDING.get(rnd) if rnd else None
+    ty = T.llvm_type(t)
+    if _is_bf(t):
+        # bf16 fma through f64: the product is exact, one rounding of the sum to f64 then bf16 is
+        # safe because 53 >= 2*8+2
+        wty = "<2 x double>" if t == "bf16x2" else "double"
+        wa, wb, wc = (f.op(f"fpext {ty} {v} to {wty}") for v in (a, b, c))
+        r = em.call(f"llvm.fma.{'v2f64' if t == 'bf16x2' else 'f64'}", wty, [(wty, wa), (wty, wb), (wty, wc)])
+        r32 = f.op(f"fptrunc {wty} {r} to {'<2 x float>' if t == 'bf16x2' else 'float'}")
+        r = f32_to_bf16(em, r32, ty)
+    elif mode is None:
+        r = em.call(f"llvm.fma.{_suffix(ty)}", ty, [(ty, a), (ty, b), (ty, c)])
+    else:
+        if ty not in ("float", "double"):
+            unsupported(ins, f"fma.{rnd}.{t}")
+        r = call_strict(em, "fma", ty, [(ty, a), (ty, b), (ty, c)], mode, _suffix(ty))
+    if "ftz" in mods:
+        r = ftz(em, r, t)
+    if "relu" in mods:
+        z = "zeroinitializer"
+        neg = f.op(f"fcmp olt {ty} {r}, {z}")
+        r = f.op(f"select {'<2 x i1>' if ty.startswith('<') else 'i1'} {neg}, {ty} {z}, {ty} {r}")
+    if "sat" in mods:
+        r = saturate(em, r, ty)
+    em.write(ins.operands[0], r, t)
+
+
+@handles("fma")
+def op_fma(em, ins):
+    float_fma(em, ins)
+
+
+def float_unary(em, ins):
+    t = one_type(ins)
+    f = em.f
+    ty = T.llvm_type(t)
+    a = em.read(ins.operands[1], t)
+    if "ftz" in ins.mods:
+        a = ftz(em, a, t)
+    if ins.opcode == "abs":
+        r = em.call(f"llvm.fabs.{_suffix(ty)}", ty, [(ty, a)])
+    else:
+        r = f.op(f"fneg {ty} {a}")
+    em.write(ins.operands[0], r, t)
+
+
+def float_minmax(em, ins):
+    t = one_type(ins)
+    ty = T.llvm_type(t)
+    mods = set(ins.mods)
+    vals = [em.read(o, t) for o in ins.operands[1:]]
+    if "ftz" in mods:
+        vals = [ftz(em, v, t) for v in vals]
+    if "xorsign" in mods:
+        unsupported(ins)
+    # PTX: NaN operands are ignored unless .NaN; -0 orders below +0
+    intr = ("minimum" if ins.opcode == "min" else "maximum") if "NaN" in mods else \
+        ("minimumnum" if ins.opcode == "min" else "maximumnum")
+    r = vals[0]
+    for v in vals[1:]:
+        r = em.call(f"llvm.{intr}.{_suffix(ty)}", ty, [(ty, r), (ty, v)])
+    if "relu" in mods:
+        f = em.f
+        z = "zeroinitializer"
+        neg = f.op(f"fcmp olt {ty} {r}, {z}")
+        r = f.op(f"select {'<2 x i1>' if ty.startswith('<') else 'i1'} {neg}, {ty} {z}, {ty} {r}")
+    em.write(ins.operands[0], r, t)
+
+
+@handles("rcp", "sqrt", "rsqrt")
+def op_rcp_sqrt(em, ins):
+    t = one_type(ins)
+    f = em.f
+    ty = T.llvm_type(t)
+    mods = set(ins.mods)
+    a = em.read(ins.operands[1], t)
+    if "ftz" in mods:
+        a = ftz(em, a, t)
+    rnd = rounding_of(ins)
+    mode = ROUNDING.get(rnd) if rnd else None
+    if ins.opcode != "rsqrt" and "approx" not in mods and rnd is None:
+        semantic(ins, f"{ins.opcode}.{t} needs .approx or a rounding mode")
+    wty, (wa,) = _widen(em, t, [a])
+    one = f.op(f"sitofp i32 1 to {wty}") if not wty.startswith("<") else None
+    if ins.opcode == "rcp":
+        if mode:
+            r = call_strict(em, "fdiv", wty, [(wty, one), (wty, wa)], mode, _suffix(wty))
+        else:
+            r = f.op(f"fdiv {wty} {one}, {wa}")
+    elif ins.opcode == "sqrt":
+        if mode:
+            r = call_strict(em, "sqrt", wty, [(wty, wa)], mode, _suffix(wty))
+        else:
+            r = em.call(f"llvm.sqrt.{_suffix(wty)}", wty, [(wty, wa)])
+    else:
+        if wty == "half" or wty == "float":
+            # rsqrt.approx: 1/sqrt in f64 is well inside the ISA's bound
+            d = f.op(f"fpext {wty} {wa} to double")
+            s = em.call("llvm.sqrt.f64", "double", [("double", d)])
+            r = f.op(f"fptrunc double {f.op(f'fdiv double 1.0, {s}')} to {wty}")
+        else:
+            s = em.call(f"llvm.sqrt.{_suffix(wty)}", wty, [(wty, wa)])
+            r = f.op(f"fdiv {wty} {one}, {s}")
+    r = _narrow(em, t, r)
+    if "ftz" in mods:
+        r = ftz(em, r, t)
+    em.write(ins.operands[0], r, t)
+
+
+@handles("sin", "cos", "lg2", "ex2", "tanh")
+def op_transcendental(em, ins):
+    t = one_type(ins)
+    f = em.f
+    mods = set(ins.mods)
+    if "approx" not in mods:
+        semantic(ins, f"{ins.opcode} needs .approx")
+    ty = T.llvm_type(t)
+    a = em.read(ins.operands[1], t)
+    if "ftz" in mods:
+        a = ftz(em, a, t)
+    wty, (wa,) = _widen(em, t, [a])
+    lanes = 2 if wty.startswith("<") else 1
+    elem = wty.split(" x ")[-1].rstrip(">") if lanes == 2 else wty
+    outs = []
+    for i in range(lanes):
+        x = f.op(f"extractelement {wty} {wa}, i32 {i}") if lanes == 2 else wa
+        xd = f.op(f"fpext {elem} {x} to double") if elem != "double" else x
+        name = {"sin": "sin", "cos": "cos", "lg2": "log2", "ex2": "exp2", "tanh": "tanh"}[ins.opcode]
+        if name == "tanh":
+            rd = em.call("tanh", "double", [("double", xd)])
+        else:
+            rd = em.call(f"llvm.{name}.f64", "double", [("double", xd)])
+        outs.append(f.op(f"fptrunc double {rd} to {elem}") if elem != "double" else rd)
+    if lanes == 2:
+        r = f.op(f"insertelement {wty} poison, {elem} {outs[0]}, i32 0")
+        r = f.op(f"insertelement {wty} {r}, {elem} {outs[1]}, i32 1")
+    else:
+        r = outs[0]
+    r = _narrow(em, t, r)
+    if "ftz" in mods:
+        r = ftz(em, r, t)
+    em.write(ins.operands[0], r, t)
+
+
+@handles("copysign")
+def op_copysign(em, ins):
+    t = one_type(ins)
+    ty = T.llvm_type(t)
+    a = em.read(ins.operands[1], t)
+    b = em.read(ins.operands[2], t)
+    r = em.call(f"llvm.copysign.{_suffix(ty)}", ty, [(ty, b), (ty, a)])
+    em.write(ins.operands[0], r, t)
+
+
+FPCLASS = {"finite": 0x1F8, "infinite": 0x204, "number": 0x3FC, "notanumber": 0x3,
+           "normal": 0x108, "subnormal": 0x90}
+
+
+@handles("testp")
+def op_testp(em, ins):
+    t = one_type(ins)
+    ty = T.llvm_type(t)
+    op = next((m for m in ins.mods if m in FPCLASS), None)
+    if op is None:
+        unsupported(ins)
+    a = em.read(ins.operands[1], t)
+    r = em.call(f"llvm.is.fpclass.{_suffix(ty)}", "i1", [(ty, a), ("i32", str(FPCLASS[op]))])
+    em.write(ins.operands[0], r, "pred")

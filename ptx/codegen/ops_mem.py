@@ -1,0 +1,196 @@
+"""Data movement: ld/ldu/st in every state space (vectors, volatile/relaxed/acquire/release), mov
+(including packing and unpacking), cvta and isspacep."""
+
+from __future__ import annotations
+
+from ptx import ast as A
+from ptx.codegen import ptxtypes as T
+from ptx.codegen.function_emitter import handles, unsupported, semantic, LLVM_BITS
+
+SPACES = ("global", "shared", "local", "const", "param", "generic")
+SCOPES = ("cta", "gpu", "sys", "cluster")
+
+
+def space_of(mods):
+    for m in mods:
+        if m in SPACES:
+            return None if m == "generic" else m
+        if m.startswith("shared::"):
+            return "shared"
+        if m.startswith("param::"):
+            return "param"
+    return None
+
+
+def vec_of(mods):
+    for m in mods:
+        if m in ("v2", "v4", "v8"):
+            return int(m[1:])
+    return 1
+
+
+def one_type(ins):
+    ts = T.types_in(ins.mods)
+    if not ts:
+        semantic(ins, "missing type")
+    return ts[-1]
+
+
+def _ordering(mods):
+    if "volatile" in mods:
+        return "volatile"
+    for o in ("acquire", "release", "relaxed", "acq_rel", "sc"):
+        if o in mods:
+            return o
+    return None
+
+
+def _mem_type(t):
+    """PTX .pred is not loadable; everything else maps to its LLVM type."""
+    return T.llvm_type(t)
+
+
+def _load(em, ptr, t, order, align):
+    f = em.f
+    ty = _mem_type(t)
+    if order == "volatile":
+        return f.op(f"load volatile {ty}, ptr {ptr}, align {align}")
+    if order in ("acquire", "relaxed", "sc", "acq_rel") and not ty.startswith("<") and ty != "i128":
+        o = {"acquire": "acquire", "relaxed": "monotonic", "sc": "seq_cst", "acq_rel": "acquire"}[order]
+        return f.op(f"load atomic {ty}, ptr {ptr} {o}, align {T.size_of(t)}")
+    return f.op(f"load {ty}, ptr {ptr}, align {align}")
+
+
+def _store(em, ptr, t, val, order, align):
+    f = em.f
+    ty = _mem_type(t)
+    if order == "volatile":
+        f.emit(f"store volatile {ty} {val}, ptr {ptr}, align {align}")
+    elif order in ("release", "relaxed", "sc", "acq_rel") and not ty.startswith("<") and ty != "i128":
+        o = {"release": "release", "relaxed": "monotonic", "sc": "seq_cst", "acq_rel": "release"}[order]
+        f.emit(f"store atomic {ty} {val}, ptr {ptr} {o}, align {T.size_of(t)}")
+    else:
+        f.emit(f"store {ty} {val}, ptr {ptr}, align {align}")
+
+
+@handles("ld", "ldu")
+def op_ld(em, ins):
+    t = one_type(ins)
+    if t == "pred":
+        semantic(ins, "ld of .pred")
+    space = space_of(ins.mods)
+    n = vec_of(ins.mods)
+    order = _ordering(ins.mods)
+    dst, src = ins.operands[0], ins.operands[1]
+    base = em.address(src, space)
+    size = T.size_of(t)
+    align = size
+    if n == 1:
+        v = _load(em, base, t, order, align)
+        em.write(dst, v, t)
+        return
+    if not isinstance(dst, A.Vector) or len(dst.elems) != n:
+        semantic(ins, f"expected a {n}-element vector destination")
+    for i, e in enumerate(dst.elems):
+        p = em.f.op(f"getelementptr i8, ptr {base}, i64 {i * size}") if i else base
+        v = _load(em, p, t, order, align)
+        em.write(e, v, t)
+
+
+@handles("st")
+def op_st(em, ins):
+    t = one_type(ins)
+    space = space_of(ins.mods)
+    n = vec_of(ins.mods)
+    order = _ordering(ins.mods)
+    dst, src = ins.operands[0], ins.operands[1]
+    base = em.address(dst, space)
+    size = T.size_of(t)
+    if n == 1:
+        v = em.read(src, t)
+        _store(em, base, t, v, order, size)
+        return
+    if not isinstance(src, A.Vector) or len(src.elems) != n:
+        semantic(ins, f"expected a {n}-element vector source")
+    vals = [em.read(e, t) for e in src.elems]
+    for i, v in enumerate(vals):
+        p = em.f.op(f"getelementptr i8, ptr {base}, i64 {i * size}") if i else base
+        _store(em, p, t, v, order, size)
+
+
+@handles("mov")
+def op_mov(em, ins):
+    t = one_type(ins)
+    dst, src = ins.operands[0], ins.operands[1]
+    f = em.f
+    if isinstance(src, A.Vector):
+        # pack: the first element is the least significant
+        n = len(src.elems)
+        total = T.bits_of(t)
+        ebits = total // n
+        acc = None
+        for i, e in enumerate(src.elems):
+            v = em.read(e, f"b{ebits}")
+            w = f.op(f"zext i{ebits} {v} to i{total}")
+            if i:
+                w = f.op(f"shl i{total} {w}, {i * ebits}")
+            acc = w if acc is None else f.op(f"or i{total} {acc}, {w}")
+        em.write(dst, acc, f"b{total}")
+        return
+    if isinstance(dst, A.Vector):
+        n = len(dst.elems)
+        total = T.bits_of(t)
+        ebits = total // n
+        v = em.read(src, f"b{total}")
+        for i, e in enumerate(dst.elems):
+            s = f.op(f"lshr i{total} {v}, {i * ebits}") if i else v
+            s = f.op(f"trunc i{total} {s} to i{ebits}")
+            em.write(e, s, f"b{ebits}")
+        return
+    if isinstance(src, (A.Reg, A.SymbolExpr)) and not src.name.startswith("%") \
+            and em.m.func_decls.get(src.name) and src.name not in em.addr_vars:
+        v = f.op(f"ptrtoint ptr @\"f.{src.name}\" to i64")
+        em.write(dst, em.coerce(v, "i64", T.llvm_type(t)), t)
+        return
+    v = em.read(src, t)
+    em.write(dst, v, t)
+
+
+@handles("cvta")
+def op_cvta(em, ins):
+    t = one_type(ins)
+    to = "to" in ins.mods
+    space = next((m for m in ins.mods if m in ("global", "shared", "local", "const", "param")), None)
+    if space is None:
+        unsupported(ins)
+    v = em.read(ins.operands[1], t)
+    bits = T.bits_of(t)
+    if space == "shared":
+        f = em.f
+        base = f.op(f"ptrtoint ptr {em.shared_base()} to i{bits}")
+        v = f.op(f"{'sub' if to else 'add'} i{bits} {v}, {base}")
+    em.write(ins.operands[0], v, t)
+
+
+@handles("isspacep")
+def op_isspacep(em, ins):
+    f = em.f
+    space = next((m for m in ins.mods if m in ("global", "shared", "local", "const", "param")), None)
+    a = em.read(ins.operands[1], "u64")
+    base = f.op(f"ptrtoint ptr {em.shared_base()} to i64")
+    from ptx.codegen.function_emitter import L_DYN_SHARED, L_STATIC_SHARED
+    d = em.load_L_u32(L_DYN_SHARED)
+    s = em.load_L_u32(L_STATIC_SHARED)
+    tot = f.op(f"add i32 {d}, {s}")
+    tot64 = f.op(f"zext i32 {tot} to i64")
+    rel = f.op(f"sub i64 {a}, {base}")
+    in_shared = f.op(f"icmp ult i64 {rel}, {tot64}")
+    if space == "shared":
+        r = in_shared
+    elif space == "global":
+        r = f.op(f"xor i1 {in_shared}, true")
+    elif space in ("local", "const", "param"):
+        r = "false"
+    else:
+        unsupported(ins)
+    em.write(ins.operands[0], r, "pred")

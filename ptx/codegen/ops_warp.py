@@ -1,0 +1,127 @@
+"""Warp collectives (shfl, vote, match, redux, activemask, bar.warp.sync): each suspends the thread
+with its inputs in the frame header; the warp scheduler (warp_scheduler.c) computes the 32-lane
+result exactly and resumes the lanes."""
+
+from __future__ import annotations
+
+from ptx import ast as A
+from ptx.codegen import ptxtypes as T
+from ptx.codegen import function_emitter as FE
+from ptx.codegen.function_emitter import handles, unsupported, semantic
+
+K_SHFL, K_VOTE, K_MATCH, K_REDUX, K_ACTIVEMASK, K_WARPSYNC = 1, 2, 3, 4, 5, 6
+SHFL_MODES = {"up": 0, "down": 1, "bfly": 2, "idx": 3}
+VOTE_MODES = {"all": 0, "any": 1, "uni": 2, "ballot": 3}
+REDUX_OPS = {"add": 0, "min": 1, "max": 2, "and": 3, "or": 4, "xor": 5}
+
+
+def _collective(em, kind, mode, mask, a="0", b="0", c="0", pred="false", after=None):
+    def setup(k):
+        em.store_frame(FE.FH_KIND, "i32", str(kind))
+        em.store_frame(FE.FH_MODE, "i32", str(mode))
+        em.store_frame(FE.FH_MASK, "i32", mask)
+        em.store_frame(FE.FH_A, "i64", a)
+        em.store_frame(FE.FH_B, "i32", b)
+        em.store_frame(FE.FH_C, "i32", c)
+        em.store_frame(FE.FH_SITE, "i32", str(k))
+        em.store_frame(FE.FH_PRED_IN, "i32", em.f.op(f"zext i1 {pred} to i32"))
+    em.suspend(FE.ST_WARP, setup, after)
+
+
+def _result(em, ty):
+    v = em.load_frame(FE.FH_RESULT, "i64")
+    return v if ty == "i64" else em.f.op(f"trunc i64 {v} to {ty}")
+
+
+def _pred_result(em):
+    v = em.load_frame(FE.FH_PRED_OUT, "i32")
+    return em.f.op(f"icmp ne i32 {v}, 0")
+
+
+@handles("shfl")
+def op_shfl(em, ins):
+    mode = next((SHFL_MODES[m] for m in ins.mods if m in SHFL_MODES), None)
+    if mode is None:
+        semantic(ins, "shfl needs .up/.down/.bfly/.idx")
+    ops = ins.operands
+    dst = ops[0]
+    a = em.read(ops[1], "b32")
+    b = em.read(ops[2], "u32")
+    c = em.read(ops[3], "u32")
+    mask = em.read(ops[4], "u32") if "sync" in ins.mods and len(ops) > 4 else "-1"
+    a64 = em.f.op(f"zext i32 {a} to i64")
+
+    def after():
+        if isinstance(dst, A.PredPair):
+            em.write(dst.first, _result(em, "i32"), "b32")
+            em.write(dst.second, _pred_result(em), "pred")
+        else:
+            em.write(dst, _result(em, "i32"), "b32")
+    _collective(em, K_SHFL, mode, mask, a=a64, b=b, c=c, after=after)
+
+
+@handles("vote")
+def op_vote(em, ins):
+    mode = next((VOTE_MODES[m] for m in ins.mods if m in VOTE_MODES), None)
+    if mode is None:
+        semantic(ins, "vote needs .all/.any/.uni/.ballot")
+    ops = ins.operands
+    dst = ops[0]
+    p = em.read(ops[1], "pred")
+    mask = em.read(ops[2], "u32") if "sync" in ins.mods and len(ops) > 2 else "-1"
+
+    def after():
+        if mode == 3:
+            em.write(dst, _result(em, "i32"), "b32")
+        else:
+            em.write(dst, _pred_result(em), "pred")
+    _collective(em, K_VOTE, mode, mask, pred=p, after=after)
+
+
+@handles("activemask")
+def op_activemask(em, ins):
+    dst = ins.operands[0]
+    _collective(em, K_ACTIVEMASK, 0, "-1", after=lambda: em.write(dst, _result(em, "i32"), "b32"))
+
+
+@handles("match")
+def op_match(em, ins):
+    ts = T.types_in(ins.mods)
+    t = ts[-1] if ts else "b32"
+    mode = 1 if "all" in ins.mods else 0
+    ops = ins.operands
+    dst = ops[0]
+    a = em.read(ops[1], t)
+    a64 = a if T.bits_of(t) == 64 else em.f.op(f"zext i32 {a} to i64")
+    mask = em.read(ops[2], "u32")
+    # the 64-bit flag rides in bit 8 of the mode
+    m = mode | (256 if T.bits_of(t) == 64 else 0)
+
+    def after():
+        if isinstance(dst, A.PredPair):
+            em.write(dst.first, _result(em, "i32"), "b32")
+            em.write(dst.second, _pred_result(em), "pred")
+        else:
+            em.write(dst, _result(em, "i32"), "b32")
+    _collective(em, K_MATCH, m, mask, a=a64, after=after)
+
+
+@handles("redux")
+def op_redux(em, ins):
+    ts = T.types_in(ins.mods)
+    t = ts[-1] if ts else None
+    op = next((REDUX_OPS[m] for m in ins.mods if m in REDUX_OPS), None)
+    if op is None or t is None or T.is_float(t) or T.bits_of(t) != 32:
+        unsupported(ins)
+    ops = ins.operands
+    dst = ops[0]
+    a = em.read(ops[1], t)
+    a64 = em.f.op(f"{'sext' if T.is_signed(t) else 'zext'} i32 {a} to i64")
+    mask = em.read(ops[2], "u32")
+    m = op | (256 if T.is_signed(t) else 0)
+    _collective(em, K_REDUX, m, mask, a=a64, after=lambda: em.write(dst, _result(em, "i32"), t))
+
+
+def warp_sync(em, ins):
+    mask = em.read(ins.operands[0], "u32")
+    _collective(em, K_WARPSYNC, 0, mask)

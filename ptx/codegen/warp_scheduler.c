@@ -1,0 +1,190 @@
+/* Runs one block of a kernel that has sync points: every thread is a resumable function that returns
+   at a block barrier or a warp collective; this scheduler resumes lanes, computes warp collectives
+   across the 32 lanes exactly (PTX semantics), and releases barriers once every live thread waits.
+   Frame header layout: ptx/codegen/function_emitter.py (FH_*). */
+#include <stdint.h>
+#include <string.h>
+#include "../runtime/ptxrt.h"
+
+typedef struct frame_header {
+    uint32_t resume;     /* 0: resume point, 0 = start */
+    uint32_t state;      /* 4: scheduler-private */
+    uint32_t kind;       /* 8: collective kind, or barrier id */
+    uint32_t mode;       /* 12 */
+    uint32_t mask;       /* 16: member mask */
+    uint32_t b;          /* 20 */
+    uint32_t c;          /* 24 */
+    uint32_t site;       /* 28: which instruction */
+    uint64_t a;          /* 32 */
+    uint64_t result;     /* 40 */
+    uint32_t pred_in;    /* 48 */
+    uint32_t pred_out;   /* 52 */
+    uint32_t count;      /* 56: barrier thread count (0 = all) */
+    uint32_t pad;        /* 60 */
+} frame_header;
+
+typedef int32_t (*thread_fn)(const ptx_launch *, ptx_worker *, uint8_t *, uint32_t, uint32_t,
+                             uint32_t, uint32_t, uint32_t, uint32_t);
+
+enum { RUN = 0, DONE = 1, AT_BAR = 2, AT_WARP = 3 };
+enum { ST_DONE = 0, ST_BARRIER = 1, ST_WARP = 2, ST_ABORT = 0x100 };
+enum { K_SHFL = 1, K_VOTE = 2, K_MATCH = 3, K_REDUX = 4, K_ACTIVEMASK = 5, K_WARPSYNC = 6 };
+
+static inline frame_header *hdr(ptx_worker *W, uint32_t t, uint32_t fb) {
+    return (frame_header *)(W->scratch + (uint64_t)t * fb);
+}
+
+/* Compute one collective for the lanes in `group` (all at the same site). */
+static void resolve_group(ptx_worker *W, uint32_t base, uint32_t nlanes, uint32_t fb, uint32_t group) {
+    frame_header *h[32];
+    for (uint32_t l = 0; l < nlanes; l++) h[l] = hdr(W, base + l, fb);
+    uint32_t first = __builtin_ctz(group);
+    uint32_t kind = h[first]->kind, mode = h[first]->mode;
+    for (uint32_t l = 0; l < nlanes; l++) {
+        if (!(group >> l & 1)) continue;
+        frame_header *me = h[l];
+        uint32_t members = me->mask & group;
+        switch (kind) {
+        case K_SHFL: {
+            int32_t lane = (int32_t)l;
+            uint32_t bval = me->b & 31, cval = me->c & 31, segmask = (me->c >> 8) & 31;
+            int32_t maxLane = (int32_t)((l & segmask) | (cval & ~segmask));
+            int32_t minLane = (int32_t)(l & segmask);
+            int32_t j = lane;
+            int pval = 0;
+            switch (mode) {
+            case 0: j = lane - (int32_t)bval; pval = (j >= maxLane); break;
+            case 1: j = lane + (int32_t)bval; pval = (j <= maxLane); break;
+            case 2: j = lane ^ (int32_t)bval; pval = (j <= maxLane); break;
+            default: j = minLane | (int32_t)(bval & ~segmask); pval = (j <= maxLane); break;
+            }
+            if (!pval) j = lane;
+            uint64_t v;
+            if (j >= 0 && j < (int32_t)nlanes && (group >> j & 1)) v = h[j]->a;
+            else v = me->a;          /* source lane inactive: undefined in PTX, own value here */
+            me->result = (uint32_t)v;
+            me->pred_out = (uint32_t)pval;
+            break;
+        }
+        case K_VOTE: {
+            uint32_t ballot = 0, cnt = 0, n = 0;
+            for (uint32_t k = 0; k < nlanes; k++)
+                if (members >> k & 1) { n++; if (h[k]->pred_in) { ballot |= 1u << k; cnt++; } }
+            if (mode == 3) me->result = ballot;
+            else if (mode == 0) me->pred_out = (cnt == n);
+            else if (mode == 1) me->pred_out = (cnt != 0);
+            else me->pred_out = (cnt == 0 || cnt == n);
+            break;
+        }
+        case K_MATCH: {
+            uint32_t same = 0, all = 1;
+            int wide = (mode & 256) != 0;
+            for (uint32_t k = 0; k < nlanes; k++) {
+                if (!(members >> k & 1)) continue;
+                uint64_t x = h[k]->a, y = me->a;
+                if (!wide) { x = (uint32_t)x; y = (uint32_t)y; }
+                if (x == y) same |= 1u << k; else all = 0;
+            }
+            if ((mode & 1) == 0) me->result = same;
+            else { me->result = all ? members : 0; me->pred_out = all; }
+            break;
+        }
+        case K_REDUX: {
+            int sgn = (mode & 256) != 0;
+            uint32_t op = mode & 255;
+            uint32_t acc_u = 0; int32_t acc_s = 0; int init = 0;
+            for (uint32_t k = 0; k < nlanes; k++) {
+                if (!(members >> k & 1)) continue;
+                uint32_t x = (uint32_t)h[k]->a;
+                if (!init) { acc_u = x; acc_s = (int32_t)x; init = 1; continue; }
+                switch (op) {
+                case 0: acc_u += x; break;
+                case 1: if (sgn) { if ((int32_t)x < acc_s) acc_s = (int32_t)x; } else if (x < acc_u) acc_u = x; break;
+                case 2: if (sgn) { if ((int32_t)x > acc_s) acc_s = (int32_t)x; } else if (x > acc_u) acc_u = x; break;
+                case 3: acc_u &= x; break;
+                case 4: acc_u |= x; break;
+                default: acc_u ^= x; break;
+                }
+            }
+            me->result = (sgn && (op == 1 || op == 2)) ? (uint32_t)acc_s : acc_u;
+            break;
+        }
+        case K_ACTIVEMASK:
+            me->result = group;
+            break;
+        default:
+            break;
+        }
+    }
+}
+
+static inline void run_thread(thread_fn fn, const ptx_launch *L, ptx_worker *W, uint32_t t,
+                              uint32_t fb, uint32_t cx, uint32_t cy, uint32_t cz, int32_t *abort_code) {
+    frame_header *h = hdr(W, t, fb);
+    uint32_t bx = L->block[0], by = L->block[1];
+    uint32_t tx = t % bx, ty = (t / bx) % by, tz = t / (bx * by);
+    int32_t r = fn(L, W, (uint8_t *)h, tx, ty, tz, cx, cy, cz);
+    if (r == ST_DONE) h->state = DONE;
+    else if (r == ST_BARRIER) h->state = AT_BAR;
+    else if (r == ST_WARP) h->state = AT_WARP;
+    else { h->state = DONE; *abort_code = r - ST_ABORT; }
+}
+
+int32_t ptx_sched_block(thread_fn fn, const ptx_launch *L, ptx_worker *W, uint32_t cx, uint32_t cy,
+                        uint32_t cz, uint32_t fb) {
+    uint32_t n = L->block[0] * L->block[1] * L->block[2];
+    int32_t abort_code = 0;
+    for (uint32_t t = 0; t < n; t++) {
+        frame_header *h = hdr(W, t, fb);
+        h->resume = 0;
+        h->state = RUN;
+    }
+    uint32_t nwarps = (n + 31) / 32;
+    for (;;) {
+        for (uint32_t w = 0; w < nwarps; w++) {
+            uint32_t base = w * 32, nl = n - base < 32 ? n - base : 32;
+            for (;;) {
+                /* run every runnable lane until it suspends or finishes */
+                for (uint32_t l = 0; l < nl; l++) {
+                    if (hdr(W, base + l, fb)->state == RUN) {
+                        run_thread(fn, L, W, base + l, fb, cx, cy, cz, &abort_code);
+                        if (abort_code) return abort_code;
+                    }
+                }
+                /* every lane is suspended or done: resolve the warp collectives, site by site */
+                uint32_t pending = 0;
+                for (uint32_t l = 0; l < nl; l++)
+                    if (hdr(W, base + l, fb)->state == AT_WARP) pending |= 1u << l;
+                if (!pending) break;
+                while (pending) {
+                    uint32_t first = __builtin_ctz(pending);
+                    uint32_t site = hdr(W, base + first, fb)->site, group = 0;
+                    for (uint32_t l = first; l < nl; l++)
+                        if ((pending >> l & 1) && hdr(W, base + l, fb)->site == site) group |= 1u << l;
+                    resolve_group(W, base, nl, fb, group);
+                    for (uint32_t l = 0; l < nl; l++)
+                        if (group >> l & 1) hdr(W, base + l, fb)->state = RUN;
+                    pending &= ~group;
+                }
+            }
+        }
+        /* all threads are done or at a block barrier */
+        uint32_t waiting = 0, popc = 0, any = 0, all = 1;
+        for (uint32_t t = 0; t < n; t++) {
+            frame_header *h = hdr(W, t, fb);
+            if (h->state == AT_BAR) {
+                waiting++;
+                if (h->pred_in) { popc++; any = 1; } else all = 0;
+            }
+        }
+        if (!waiting) return 0;
+        for (uint32_t t = 0; t < n; t++) {
+            frame_header *h = hdr(W, t, fb);
+            if (h->state == AT_BAR) {
+                h->state = RUN;
+                h->result = popc;
+                h->pred_out = (h->mode == 2) ? all : any;
+            }
+        }
+    }
+}

@@ -1,0 +1,265 @@
+"""`ptx.compile(text, target="host")`: PTX -> LLVM IR -> host machine code (llvmlite MCJIT), with an
+on-disk object cache, and HostModule/HostKernel to inspect and launch the kernels."""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import struct
+import tempfile
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from ptx.errors import KernelFault, PTXError, PTXUnsupportedError
+
+COMPILER_VERSION = "host-1"
+_llvm_lock = threading.RLock()
+_llvm_ready = False
+_target_machine = None
+_engines = []           # keep every JIT engine (and the code it owns) alive for the process
+
+
+def _init_llvm():
+    global _llvm_ready, _target_machine
+    if _llvm_ready:
+        return
+    import llvmlite.binding as llvm
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    llvm.initialize_native_asmparser()
+    from ptx import runtime
+    for name, addr in runtime.symbols().items():
+        llvm.add_symbol(name, addr)
+    from ptx.codegen.native_helpers import helper_symbols
+    for name, addr in helper_symbols().items():
+        llvm.add_symbol(name, addr)
+    target = llvm.Target.from_default_triple()
+    _target_machine = target.create_target_machine(
+        cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(), opt=3,
+        codemodel="jitdefault")
+    _llvm_ready = True
+
+
+def _host_key():
+    import llvmlite.binding as llvm
+    return f"{llvm.get_host_cpu_name()}|{llvm.get_host_cpu_features().flatten()}|{llvm.llvm_version_info}"
+
+
+# ------------------------------------------------------------------ object cache
+
+class _ObjectCache:
+    """Disk cache of the JIT's object file: `<dir>/<key>.o` holding sha256(data) + data."""
+
+    def __init__(self, cache_dir: str, key: str):
+        self.path = Path(cache_dir) / f"{key}.o"
+        self.hit = False
+
+    def load(self):
+        try:
+            blob = self.path.read_bytes()
+        except OSError:
+            return None
+        digest, data = blob[:32], blob[32:]
+        if hashlib.sha256(data).digest() != digest:
+            return None                      # corrupt: rebuilt and rewritten below
+        self.hit = True
+        return data
+
+    def store(self, data: bytes):
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".tmp-")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(hashlib.sha256(data).digest() + data)
+            os.replace(tmp, self.path)
+        except OSError:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+
+# ------------------------------------------------------------------ kernels
+
+class HostKernel:
+    def __init__(self, module, info, address):
+        self.module = module
+        self.name = info.name
+        self.params = info.params
+        self.param_size = info.param_size
+        self.static_shared_bytes = info.static_shared_bytes
+        self.local_bytes = info.local_bytes
+        self.frame_bytes = info.frame_bytes
+        self.maxntid = info.maxntid
+        self.reqntid = info.reqntid
+        self.uses_sync = info.uses_sync
+        self.address = address
+        self._param_types = info.param_types
+
+    def __repr__(self):
+        return f"<HostKernel {self.name} params={self.params}>"
+
+    def pack_params(self, args) -> bytes:
+        """The packed parameter buffer for python values (numpy arrays pass their data address)."""
+        if len(args) != len(self.params):
+            raise ValueError(f"{self.name} takes {len(self.params)} arguments, got {len(args)}")
+        buf = bytearray(self.param_size)
+        for (off, size, _), t, a in zip(self.params, self._param_types, args):
+            if isinstance(a, np.ndarray):
+                raw = struct.pack("<Q", a.ctypes.data)[:size]
+            elif isinstance(a, (bytes, bytearray, memoryview)):
+                raw = bytes(a)
+                if len(raw) != size:
+                    raise ValueError(f"parameter at offset {off} takes {size} bytes, got {len(raw)}")
+            elif isinstance(a, np.generic):
+                raw = a.tobytes()
+                if len(raw) != size:
+                    raise ValueError(f"parameter at offset {off} takes {size} bytes, got {len(raw)}")
+            elif isinstance(a, float) or (t.startswith("f") and isinstance(a, (int, float))):
+                fmt = {2: "<e", 4: "<f", 8: "<d"}.get(size)
+                if fmt is None:
+                    raise ValueError(f"cannot pack a float into {size} bytes")
+                raw = struct.pack(fmt, float(a))
+            elif isinstance(a, (int, np.integer)) or isinstance(a, bool):
+                a = int(a)
+                raw = (a & ((1 << (8 * size)) - 1)).to_bytes(size, "little")
+            elif isinstance(a, ctypes.c_void_p):
+                raw = struct.pack("<Q", a.value or 0)[:size]
+            else:
+                raise TypeError(f"cannot pass {type(a).__name__} as a kernel parameter")
+            buf[off:off + size] = raw
+        return bytes(buf)
+
+    def launch(self, grid, block, args, shared_bytes=0):
+        params = self.pack_params(list(args))
+        self.launch_raw(grid, block, params, shared_bytes)
+
+    def launch_raw(self, grid, block, params, shared_bytes=0):
+        from ptx import runtime
+        g, b = _dims(grid), _dims(block)
+        if any(x <= 0 for x in g + b):
+            raise ValueError(f"invalid launch dimensions grid={g} block={b}")
+        if b[0] * b[1] * b[2] > 1024 or b[0] > 1024 or b[1] > 1024 or b[2] > 64:
+            raise ValueError(f"block {b} exceeds 1024 threads or the per-dimension limits")
+        if shared_bytes < 0 or shared_bytes + self.static_shared_bytes > (1 << 30):
+            raise ValueError(f"invalid dynamic shared memory size {shared_bytes}")
+        if isinstance(params, (bytes, bytearray)) and len(params) < self.param_size:
+            raise ValueError(f"{self.name} needs {self.param_size} parameter bytes, got {len(params)}")
+        if isinstance(params, bytes) and not params:
+            params = bytes(8)
+        status = runtime.launch(self.address, params, g, b, static_shared=self.static_shared_bytes,
+                                dyn_shared=int(shared_bytes), frame_bytes=self.frame_bytes)
+        if status == runtime.TRAP:
+            raise KernelFault("trap", f"kernel {self.name} executed trap")
+        if status == runtime.ASSERT:
+            raise KernelFault("assert", f"assertion failed in kernel {self.name}")
+        if status == getattr(runtime, "BAD_LAUNCH", 3):
+            raise ValueError(f"launch of {self.name} refused by the runtime (resources)")
+        if status != 0:
+            raise KernelFault("fault", f"kernel {self.name} status {status}")
+
+
+def _dims(d):
+    if isinstance(d, int):
+        return (d, 1, 1)
+    d = tuple(int(x) for x in d)
+    return d + (1,) * (3 - len(d))
+
+
+class HostModule:
+    def __init__(self, kernels, globals_, ir_text, engine, cache_hit):
+        self.kernels = kernels
+        self.globals = globals_
+        self.ir = ir_text
+        self._engine = engine
+        self.cache_hit = cache_hit
+
+    def kernel(self, name) -> HostKernel:
+        try:
+            return self.kernels[name]
+        except KeyError:
+            raise KeyError(f"no kernel named {name!r} (have {sorted(self.kernels)})") from None
+
+
+# ------------------------------------------------------------------ compile
+
+def _optimize(llmod, opt_level):
+    import llvmlite.binding as llvm
+    pto = llvm.create_pipeline_tuning_options(speed_level=opt_level)
+    pto.loop_vectorization = opt_level >= 2
+    pto.slp_vectorization = opt_level >= 2
+    pb = llvm.create_pass_builder(_target_machine, pto)
+    mpm = pb.getModulePassManager()
+    mpm.run(llmod, pb)
+
+
+def compile_host(text: str, cache_dir=None, fma_contract=False, opt_level=3, dump_dir=None, **_):
+    from ptx import parse
+    from ptx.codegen.host_module import build_host_ir
+    import llvmlite.binding as llvm
+
+    module = parse(text)
+    hir = build_host_ir(module, fma_contract=fma_contract)
+    if dump_dir:
+        d = Path(dump_dir)
+        d.mkdir(parents=True, exist_ok=True)
+        stem = hashlib.sha256(text.encode()).hexdigest()[:16]
+        (d / f"{stem}.ptx").write_text(text)
+        (d / f"{stem}.ll").write_text(hir.text)
+    with _llvm_lock:
+        _init_llvm()
+        cache = None
+        if cache_dir:
+            key = hashlib.sha256("\0".join([text, COMPILER_VERSION, str(fma_contract), str(opt_level),
+                                            _host_key()]).encode()).hexdigest()
+            cache = _ObjectCache(cache_dir, key)
+        try:
+            llmod = llvm.parse_assembly(hir.text)
+            llmod.verify()
+        except RuntimeError as e:
+            raise PTXError(f"internal code generation error: {e}") from e
+        cached = cache.load() if cache else None
+        if cached is None:
+            _optimize(llmod, opt_level)
+        engine = llvm.create_mcjit_compiler(llmod, _target_machine)
+        if cache is not None:
+            def notify(mod, data):
+                if not cache.hit:
+                    cache.store(bytes(data))
+
+            def getbuffer(mod):
+                return cached
+            engine.set_object_cache(notify, getbuffer)
+        engine.finalize_object()
+        _engines.append(engine)
+        kernels = {}
+        for name, info in hir.kernels.items():
+            addr = engine.get_function_address(info.symbol)
+            kernels[name] = HostKernel(None, info, addr)
+        globals_ = {}
+        for name, (gname, size) in hir.globals.items():
+            globals_[name] = (engine.get_global_value_address(gname), size)
+        _apply_relocations(engine, hir, globals_)
+    mod = HostModule(kernels, globals_, hir.text, engine, bool(cache and cache.hit))
+    for k in kernels.values():
+        k.module = mod
+    return mod
+
+
+def _apply_relocations(engine, hir, globals_):
+    for gname, off, size, mask, sym, addend in hir.relocations:
+        if sym in globals_:
+            target = globals_[sym][0]
+        elif sym in hir.functions:
+            target = engine.get_function_address(hir.functions[sym])
+        else:
+            raise PTXUnsupportedError(f"initialiser of {gname} refers to {sym}, which has no address")
+        value = target + addend
+        if mask:
+            shift = (mask & -mask).bit_length() - 1
+            value = (value & mask) >> shift
+        value &= (1 << (8 * size)) - 1
+        ctypes.memmove(globals_[gname][0] + off, value.to_bytes(size, "little"), size)

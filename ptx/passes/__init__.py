@@ -1,0 +1,1 @@
+"""Small named passes over PTX syntax trees, run before code generation."""
