@@ -19,6 +19,7 @@ DECLS = os.path.join(PKG_DIR, "cuda_decls.json")
 LIB_NAME = "libcuda.so.1"
 MODULE_NAME = "_zluda_shim"
 CUDA_ERROR_UNKNOWN = 999
+CUDA_ERROR_SHARED_OBJECT_INIT_FAILED = 303
 
 # C type of each abi class in the stubs' prototypes, and how the value lands in the uint64_t slot.
 _C_TYPE = {"i8": "int8_t", "i16": "int16_t", "i32": "int32_t", "i64": "int64_t",
@@ -130,28 +131,37 @@ def _init_code(extra_paths) -> str:
     return f"""
 import sys
 from {MODULE_NAME} import ffi, lib
-_here = ffi.string(lib.zluda_shim_path()).decode("utf-8", "surrogateescape")
-_root = {PKG_ROOT!r}
-if _here:
-    import os.path
-    _d = os.path.dirname(os.path.realpath(_here))
-    if os.path.basename(_d) == "_lib" and os.path.isfile(os.path.join(os.path.dirname(_d), "dispatch.py")):
-        _root = os.path.dirname(os.path.dirname(_d))
-if _root not in sys.path:
-    sys.path.insert(0, _root)
-for _p in {list(extra_paths)!r}:
-    if _p not in sys.path:
-        sys.path.append(_p)
-if not hasattr(sys, "argv"):
-    sys.argv = [""]
-import zluda_py.native
-zluda_py.native.attach(ffi, lib)
-from zluda_py.dispatch import dispatch as _dispatch
 
 
 def _swallow(exc_type, exc_value, tb):
     pass  # dispatch() already turned every error into a CUresult; nothing may reach the host
 
+
+try:
+    _here = ffi.string(lib.zluda_shim_path()).decode("utf-8", "surrogateescape")
+    _root = {PKG_ROOT!r}
+    if _here:
+        import os.path
+        _d = os.path.dirname(os.path.realpath(_here))
+        if os.path.basename(_d) == "_lib" and os.path.isfile(os.path.join(os.path.dirname(_d), "dispatch.py")):
+            _root = os.path.dirname(os.path.dirname(_d))
+    if _root not in sys.path:
+        sys.path.insert(0, _root)
+    for _p in {list(extra_paths)!r}:
+        if _p not in sys.path:
+            sys.path.append(_p)
+    if not hasattr(sys, "argv"):
+        sys.argv = [""]
+    import zluda_py.native
+    zluda_py.native.attach(ffi, lib)
+    from zluda_py.dispatch import dispatch as _dispatch
+except BaseException as _e:
+    # Left unattached, cffi would answer 0 (CUDA_SUCCESS) to every call: fail each call instead, and say
+    # why once, whatever ZLUDA_LOG says, since nothing will work.
+    sys.stderr.write(f"[zluda] the driver cannot start: {{type(_e).__name__}}: {{_e}} (run: zluda-py doctor)\\n")
+
+    def _dispatch(fid, args):
+        return {CUDA_ERROR_SHARED_OBJECT_INIT_FAILED}
 
 ffi.def_extern(name="zluda_dispatch", error={CUDA_ERROR_UNKNOWN}, onerror=_swallow)(_dispatch)
 """

@@ -190,3 +190,80 @@ def test_ctypes_threads_in_running_python(shim_libdir):
     for t in threads:
         t.join()
     assert errors == []
+
+
+def test_broken_installation_fails_every_call(shim_libdir, tmp_path):
+    """If the package beside the shim cannot be imported, calls fail with
+    CUDA_ERROR_SHARED_OBJECT_INIT_FAILED and one line says why (never a silent 0 = success)."""
+    pkg = tmp_path / "zluda_py"
+    (pkg / "_lib").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("raise ImportError('deliberately broken for the test')\n")
+    (pkg / "dispatch.py").write_text("")
+    shutil.copy(os.path.join(shim_libdir, "libcuda.so.1"), pkg / "_lib" / "libcuda.so.1")
+    script = (f"import ctypes; lib = ctypes.CDLL({str(pkg / '_lib' / 'libcuda.so.1')!r}); "
+              "v = ctypes.c_int(7); print(lib.cuDriverGetVersion(ctypes.byref(v)), lib.cuInit(0), v.value)")
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=str(tmp_path),
+                       env=clean_env(), timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["303", "303", "7"]
+    assert r.stderr.count("[zluda] the driver cannot start: ImportError: deliberately broken") == 1, r.stderr
+
+
+def test_argument_packing_every_abi_class(shim_libdir):
+    """Each C parameter class reaches the handler as the contract says: signed ints negative, unsigned and
+    pointers as unsigned ints, u8/u16 exact, floats as floats, structs by value as the address of a copy."""
+    import ctypes
+    lib = ctypes.CDLL(os.path.join(shim_libdir, "libcuda.so.1"))
+    seen = []
+
+    def capture(name, fn):
+        fid = dispatch.FUNCTION_IDS[name]
+        lib.cuDriverGetVersion(ctypes.byref(ctypes.c_int()))  # make sure the table is built
+        saved = dispatch.HANDLERS[fid]
+        dispatch.HANDLERS[fid] = dispatch._make_adapter(name, FUNCTIONS[fid]["params"], fn)
+        return fid, saved
+
+    class MemLocation(ctypes.Structure):
+        _fields_ = [("type", ctypes.c_int), ("id", ctypes.c_int)]
+
+    def advise(ptr, count, advice, location):
+        raw = ctypes.string_at(location, 8)
+        seen.append((ptr, count, advice, int.from_bytes(raw[:4], "little"), int.from_bytes(raw[4:], "little", signed=True)))
+        return 0
+
+    def clamp(tex, lo, hi):
+        seen.append((tex, lo, hi))
+
+    def attribute(out, attrib, dev):
+        seen.append((out, attrib, dev))
+        return 101
+
+    def memset8(dst, value, n):
+        seen.append((dst, value, n))
+
+    def ipc(out, handle, flags):
+        seen.append((out, ctypes.string_at(handle, 64), flags))
+
+    restore = [capture("cuMemAdvise_v2", advise), capture("cuTexRefSetMipmapLevelClamp", clamp),
+               capture("cuDeviceGetAttribute", attribute), capture("cuMemsetD8_v2", memset8),
+               capture("cuIpcOpenMemHandle_v2", ipc)]
+    try:
+        lib.cuMemAdvise_v2.argtypes = [ctypes.c_uint64, ctypes.c_size_t, ctypes.c_uint, MemLocation]
+        assert lib.cuMemAdvise_v2(2**64 - 1, 12345, 3, MemLocation(2, -7)) == 0
+        lib.cuTexRefSetMipmapLevelClamp.argtypes = [ctypes.c_void_p, ctypes.c_float, ctypes.c_float]
+        assert lib.cuTexRefSetMipmapLevelClamp(0xABC0, 0.5, -1024.25) == 0
+        lib.cuDeviceGetAttribute.argtypes = [ctypes.c_void_p, ctypes.c_uint, ctypes.c_int]
+        assert lib.cuDeviceGetAttribute(0xFFFF_FFFF_FFF0, 0xFFFF_FFFF, -2) == 101
+        lib.cuMemsetD8_v2.argtypes = [ctypes.c_uint64, ctypes.c_uint8, ctypes.c_size_t]
+        assert lib.cuMemsetD8_v2(1 << 40, 0xFE, 3) == 0
+
+        class IpcHandle(ctypes.Structure):
+            _fields_ = [("reserved", ctypes.c_char * 64)]
+        lib.cuIpcOpenMemHandle_v2.argtypes = [ctypes.c_void_p, IpcHandle, ctypes.c_uint]
+        blob = bytes(range(1, 65))
+        assert lib.cuIpcOpenMemHandle_v2(0x1000, IpcHandle(blob), 0x80000001) == 0
+    finally:
+        for fid, saved in restore:
+            dispatch.HANDLERS[fid] = saved
+    assert seen == [(2**64 - 1, 12345, 3, 2, -7), (0xABC0, 0.5, -1024.25), (0xFFFF_FFFF_FFF0, 0xFFFF_FFFF, -2),
+                    (1 << 40, 0xFE, 3), (0x1000, blob, 0x80000001)]
