@@ -1,10 +1,12 @@
 """Raw memory access at integer addresses (output parameters, host buffers) through an ABI-level cffi FFI."""
 
-import cffi
+import _cffi_backend
 
 from zluda_py.errors import CudaError, CUDA_ERROR_INVALID_VALUE
 
-ffi = cffi.FFI()
+# The backend's own FFI parses type names in C; cffi.FFI() would import pycparser (~80 ms of the shim's
+# start-up) for the same few primitive types.
+ffi = _cffi_backend.FFI()
 
 _u8p = ffi.typeof("uint8_t *")
 _i32p = ffi.typeof("int32_t *")
