@@ -24,9 +24,20 @@ static int promote_libpython(struct dl_phdr_info *info, size_t size, void *data)
     return 0;
 }
 
+/* Whether Python was already running when the shim was loaded (ctypes, numba) rather than started by the
+ * shim inside a C program; in the latter case Python guessed sys.executable from PATH. */
+int Py_IsInitialized(void);
+static int host_is_python;
+
 __attribute__((constructor)) static void zluda_shim_loaded(void)
 {
+    host_is_python = Py_IsInitialized();
     dl_iterate_phdr(promote_libpython, NULL);
+}
+
+int zluda_host_is_python(void)
+{
+    return host_is_python;
 }
 
 const char *zluda_shim_path(void)

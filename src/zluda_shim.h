@@ -11,6 +11,9 @@ int zluda_dispatch(int fid, uint64_t *args);
 /* The address of exported function `fid` (for cuGetProcAddress), NULL when out of range. Generated. */
 void *zluda_fn_address(int fid);
 
+/* 1 when the shim was loaded into a running Python (ctypes, numba), 0 inside a C program. */
+int zluda_host_is_python(void);
+
 /* Path of the loaded libcuda.so.1 (from dladdr), "" if unknown. */
 const char *zluda_shim_path(void);
 

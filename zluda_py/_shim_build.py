@@ -120,6 +120,7 @@ void *zluda_fn_address(int fid);
 const char *zluda_error_name(int code);
 const char *zluda_error_string(int code);
 const char *zluda_shim_path(void);
+int zluda_host_is_python(void);
 """
 
 
@@ -139,9 +140,9 @@ def _swallow(exc_type, exc_value, tb):
 
 try:
     _here = ffi.string(lib.zluda_shim_path()).decode("utf-8", "surrogateescape")
+    import os.path
     _root = {PKG_ROOT!r}
     if _here:
-        import os.path
         _d = os.path.dirname(os.path.realpath(_here))
         if os.path.basename(_d) == "_lib" and os.path.isfile(os.path.join(os.path.dirname(_d), "dispatch.py")):
             _root = os.path.dirname(os.path.dirname(_d))
@@ -152,6 +153,10 @@ try:
             sys.path.append(_p)
     if not hasattr(sys, "argv"):
         sys.argv = [""]
+    if not lib.zluda_host_is_python() and os.path.exists({sys.executable!r}):
+        # Started inside a C program, Python took the first python3 on PATH as sys.executable, maybe
+        # another version: anything that spawns sys.executable must get the interpreter built against.
+        sys.executable = {sys.executable!r}
     import zluda_py.native
     zluda_py.native.attach(ffi, lib)
     from zluda_py.dispatch import dispatch as _dispatch

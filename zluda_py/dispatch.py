@@ -117,9 +117,21 @@ def _ensure_table():
         _ready = True
 
 
+def _trace_value(param, raw):
+    abi = param.get("abi", "u64")
+    if abi in ("i8", "i16", "i32", "i64"):
+        return str((raw ^ _SIGN) - _SIGN)
+    if abi in ("f32", "f64"):
+        return repr((_f32 if abi == "f32" else _f64)(raw))
+    if raw and param.get("ctype") == "const char *":
+        from zluda_py import cmem
+        return repr(cmem.read_cstring(raw, limit=200))  # names (cuGetProcAddress, cuModuleGetFunction)
+    return f"{raw:#x}"
+
+
 def _trace_args(fid, args):
     f = FUNCTIONS[fid]
-    return ", ".join(f"{p['name']}={args[i]:#x}" for i, p in enumerate(f["params"]))
+    return ", ".join(f"{p['name']}={_trace_value(p, args[i])}" for i, p in enumerate(f["params"]))
 
 
 def dispatch(fid: int, args) -> int:
