@@ -163,7 +163,9 @@ def run_saxpy(cu, f, n=1000, extra_mode=False):
             r = launch(cu, f, ((n + 127) // 128,), (128,), arr)
         ok(r)
         got = dy.get(np.float32)
-    np.testing.assert_array_equal(got, a * x + y)
+    # nvcc contracts a*x + y into fma.rn.f32: the exact product (float64 holds it) plus y, rounded once
+    want = (np.float64(a) * x.astype(np.float64) + y).astype(np.float32)
+    np.testing.assert_array_equal(got, want)
 
 
 def launch_extra(cu, f, grid, block, packed: bytes, size=None):
@@ -206,6 +208,23 @@ def test_sass_only_newer_ptx_and_corrupt_images(cu, build):
     lib = ctypes.c_uint64()
     buf = ctypes.create_string_buffer(sass)
     assert cu.cuLibraryLoadData(ctypes.byref(lib), buf, None, None, 0, None, None, 0) == NO_BINARY_FOR_GPU
+    # the older runtimes' path: CUDART_INTERFACE slots 1, 6 (wrapper) and 8 (fatbin header)
+    slot1, slot6, slot8 = cudart_load_slots(cu)
+    wrapper = ctypes.create_string_buffer(struct.pack("<IIQQ", 0x466243B1, 1, ctypes.addressof(buf), 0))
+    assert slot1(ctypes.byref(mod), wrapper) == NO_BINARY_FOR_GPU
+    assert slot6(ctypes.byref(mod), wrapper, None, None, 0) == NO_BINARY_FOR_GPU
+    assert slot8(buf, ctypes.byref(mod), None, None, 0) == NO_BINARY_FOR_GPU
+    assert slot8(ctypes.create_string_buffer(bad_magic), ctypes.byref(mod), None, None, 0) == INVALID_IMAGE
+
+
+def cudart_load_slots(cu):
+    table = ctypes.c_void_p()
+    ok(cu.cuGetExportTable(ctypes.byref(table), bytes.fromhex("6bd5fb6c5bf4e74a8987d93912fd9df9")))
+    slots = (ctypes.c_uint64 * 9).from_address(table.value)
+    p, u64p = ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint64)
+    return (ctypes.CFUNCTYPE(ctypes.c_int, u64p, p)(slots[1]),
+            ctypes.CFUNCTYPE(ctypes.c_int, u64p, p, p, p, ctypes.c_uint32)(slots[6]),
+            ctypes.CFUNCTYPE(ctypes.c_int, p, u64p, p, p, ctypes.c_uint32)(slots[8]))
 
 
 def test_bad_images_log_what_they_carry(shim_libdir, build, tmp_path):
@@ -351,6 +370,13 @@ def test_fatbin_modules(cu, build, mode):
     ok(cu.cuModuleLoadFatBinary(ctypes.byref(m2), wrapper))
     run_saxpy(cu, get_function(cu, m2.value, "saxpy")[1])
     ok(cu.cuModuleUnload(m2))
+    _slot1, slot6, slot8 = cudart_load_slots(cu)
+    ok(slot6(ctypes.byref(m2), wrapper, None, None, 0))
+    run_saxpy(cu, get_function(cu, m2.value, "saxpy")[1])
+    ok(cu.cuModuleUnload(m2))
+    ok(slot8(fb, ctypes.byref(m2), None, None, 0))
+    run_saxpy(cu, get_function(cu, m2.value, "saxpy")[1])
+    ok(cu.cuModuleUnload(m2))
 
 
 @needs_compiler
@@ -429,7 +455,7 @@ def test_link_ptx_inputs(cu, build):
     with Buf(cu, y) as dy:
         arr, keep = kernel_params(ctypes.c_uint64(dy.ptr.value), ctypes.c_int(n))
         ok(launch(cu, f, (4,), (128,), arr))
-        np.testing.assert_array_equal(dy.get(np.float32), 2.0 * y + 1.0)
+        np.testing.assert_array_equal(dy.get(np.float32), (2.0 * y + 1.0).astype(np.float32))
     ok(cu.cuModuleUnload(mod))
     ok(cu.cuLibraryUnload(lib))
     # a link fed something that is not PTX fails cleanly
@@ -478,6 +504,7 @@ DRIVER_PROGRAM = r"""
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <math.h>
 #define CK(x) do { CUresult r_ = (x); if (r_ != CUDA_SUCCESS) { printf("FAIL %s -> %d\n", #x, (int)r_); return 1; } } while (0)
 int main(int argc, char **argv) {
     CUdevice dev; CUcontext ctx; CUmodule mod; CUfunction f;
@@ -501,7 +528,7 @@ int main(int argc, char **argv) {
     CK(cuCtxSynchronize());
     CK(cuMemcpyDtoH(out, dy, bytes));
     for (int i = 0; i < n; i++) {
-        float want = a * x[i] + (a * x[i] + y[i]);
+        float want = fmaf(a, x[i], fmaf(a, x[i], y[i]));   /* nvcc emits fma.rn.f32 for a*x + y */
         if (out[i] != want) { printf("FAIL at %d: %f != %f\n", i, out[i], want); return 1; }
     }
     CUfunction missing;
@@ -520,7 +547,7 @@ def test_c_driver_api_program(shim_libdir, kptx, tmp_path):
     (tmp_path / "prog.c").write_text(DRIVER_PROGRAM)
     exe = tmp_path / "prog"
     subprocess.run(["gcc", "-O1", "-Wall", "-I", CUDA_INC, str(tmp_path / "prog.c"), "-o", str(exe),
-                    "-L", shim_libdir, "-lcuda", f"-Wl,-rpath,{shim_libdir}"], check=True)
+                    "-L", shim_libdir, "-lcuda", "-lm", f"-Wl,-rpath,{shim_libdir}"], check=True)
     p = subprocess.run([str(exe), str(tmp_path / "k.ptx"), str(random.randrange(1 << 30))], capture_output=True,
                        text=True, timeout=300)
     assert p.returncode == 0 and p.stdout.strip() == "PASS", p.stdout + p.stderr

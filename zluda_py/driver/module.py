@@ -9,6 +9,7 @@ from zluda_py import cmem, fatbin, handles, log
 from zluda_py.dispatch import export
 from zluda_py.driver import context as ctxmod
 from zluda_py.driver import init
+from zluda_py.driver.allocations import INDEX, Allocation
 from zluda_py.driver.device import device_props
 from zluda_py.errors import (CudaError, CUDA_ERROR_FILE_NOT_FOUND, CUDA_ERROR_INVALID_HANDLE,
                              CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_NOT_FOUND)
@@ -135,6 +136,7 @@ class Module:
         self.unloaded = False
         self.functions: dict = {}
         self._fn_lock = threading.Lock()
+        self._allocations: list = []   # globals registered as device memory (copies check against it)
         handles.new(self)
 
     def function(self, name: str) -> Function:
@@ -157,12 +159,24 @@ class Module:
         g = self.backend_module.global_symbol(name)
         if g is None:
             raise CudaError(CUDA_ERROR_NOT_FOUND, f"module {self.name} has no global named {name!r}")
+        addr, size = g
+        # A global is device memory the application may copy to and from (cudaMemcpyToSymbol does):
+        # the memory checks must know it, as they know cuMemAlloc's ranges.
+        if size and INDEX.find(addr) is None:
+            with self._fn_lock:
+                if INDEX.find(addr) is None:
+                    a = Allocation(addr, size, "module", self.ctx, self.device)
+                    INDEX.add(a)
+                    self._allocations.append(a)
         return g
 
     def unload(self) -> None:
         if self.unloaded:
             return
         self.unloaded = True
+        for a in self._allocations:
+            INDEX.remove(a)
+        self._allocations = []
         for f in self.functions.values():
             handles.remove(f.handle)
         handles.remove(self.handle)
@@ -212,14 +226,16 @@ def _track(ctx, module: Module) -> None:
             mods = getattr(ctx, "modules", None)
             if mods is None:
                 mods = ctx.modules = set()
+                # A per-context hook runs before the driver-wide ones (memory's among them), so the
+                # modules' globals leave the allocation index before the context's memory is freed.
+                ctx.on_teardown(_unload_context_modules)
     mods.add(module)
 
 
-@ctxmod.on_any_teardown
 def _unload_context_modules(ctx) -> None:
-    for m in list(getattr(ctx, "modules", ())):
+    for m in list(getattr(ctx, "modules", None) or ()):
         m.unload()
-    ctx.modules = set()
+    ctx.modules = None
 
 
 def load_into_current(ptx_text: str, name: str, ctx=None) -> Module:
