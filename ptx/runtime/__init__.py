@@ -1,0 +1,131 @@
+"""The native CPU runtime (ptxrt.c) seen from Python: run a compiled block function over a grid.
+
+API (what ptx.host / the codegen uses):
+
+    from ptx import runtime
+    runtime.symbols() -> dict[str, int]
+        addresses of the callbacks generated code calls: ptx_rt_vprintf, ptx_rt_malloc, ptx_rt_free,
+        ptx_rt_trap, ptx_rt_assertfail, ptx_rt_globaltimer, ptx_rt_grid_sync (signatures in ptxrt.h);
+        register each with llvmlite.binding.add_symbol(name, address) before compiling.
+    runtime.launch(block_fn, params, grid, block, static_shared=0, dyn_shared=0, frame_bytes=0,
+                   cooperative=False) -> int status
+        block_fn: address of a ptx_block_fn (int); params: address (int) of the packed parameter
+        buffer, or bytes/bytearray/memoryview/ctypes object holding it; grid, block: int or 1-3 ints.
+        Runs the whole grid on the worker pool with the GIL released and returns when it is done:
+        OK (0), TRAP (1), ASSERT (2) or BAD_LAUNCH (3). Device printf output has been written to
+        stdout (the C FILE*) by then. cooperative=True allows ptx_rt_grid_sync (one fiber per block).
+    runtime.num_workers() -> int         threads running blocks (the launching thread included)
+    runtime.library_path() -> str        the built libptxrt .so
+    runtime.HEADER                       path of ptxrt.h (the ABI)
+    runtime.OK, TRAP, ASSERT, BAD_LAUNCH, COOPERATIVE
+
+The library is compiled on first use (see build.py) and loaded with ctypes.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from pathlib import Path
+
+from ptx.runtime.build import RuntimeBuildError, ensure_built  # noqa: F401
+
+OK, TRAP, ASSERT, BAD_LAUNCH = 0, 1, 2, 3
+COOPERATIVE = 1
+HEADER = str(Path(__file__).resolve().parent / "ptxrt.h")
+
+CALLBACKS = (
+    "ptx_rt_vprintf",
+    "ptx_rt_malloc",
+    "ptx_rt_free",
+    "ptx_rt_trap",
+    "ptx_rt_assertfail",
+    "ptx_rt_globaltimer",
+    "ptx_rt_grid_sync",
+)
+
+_lock = threading.Lock()
+_lib: ctypes.CDLL | None = None
+_launch_ex = None
+_path: str | None = None
+
+
+def _load() -> ctypes.CDLL:
+    global _lib, _launch_ex, _path
+    with _lock:
+        if _lib is None:
+            path = ensure_built()
+            # RTLD_GLOBAL: code JIT-compiled or dlopened later can resolve ptx_rt_* by name too.
+            lib = ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
+            u32 = ctypes.c_uint32
+            fn = lib.ptx_rt_launch_ex
+            fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p] + [u32] * 10
+            fn.restype = ctypes.c_int32
+            lib.ptx_rt_num_workers.restype = u32
+            lib.ptx_rt_num_workers.argtypes = []
+            _launch_ex = fn
+            _path = str(path)
+            _lib = lib
+    return _lib
+
+
+def library() -> ctypes.CDLL:
+    return _lib if _lib is not None else _load()
+
+
+def library_path() -> str:
+    library()
+    return _path
+
+
+def symbols() -> dict[str, int]:
+    lib = library()
+    return {name: ctypes.cast(getattr(lib, name), ctypes.c_void_p).value for name in CALLBACKS}
+
+
+def num_workers() -> int:
+    return int(library().ptx_rt_num_workers())
+
+
+def _dims(d) -> tuple[int, int, int]:
+    if isinstance(d, int):
+        return d, 1, 1
+    d = tuple(int(x) for x in d)
+    if not 1 <= len(d) <= 3:
+        raise ValueError(f"dimensions must be 1 to 3 ints, got {d!r}")
+    return d + (1,) * (3 - len(d))
+
+
+def _address(params):
+    """(address, keepalive) of a parameter buffer given as an int or a buffer object."""
+    if params is None:
+        return None, None
+    if isinstance(params, int):
+        return params, None
+    if isinstance(params, bytes):
+        buf = ctypes.create_string_buffer(params, len(params) or 1)
+        return ctypes.addressof(buf), buf
+    if isinstance(params, ctypes._SimpleCData) or isinstance(params, (ctypes.Array, ctypes.Structure)):
+        return ctypes.addressof(params), params
+    mv = memoryview(params)
+    if mv.readonly:
+        buf = ctypes.create_string_buffer(mv.tobytes(), mv.nbytes or 1)
+        return ctypes.addressof(buf), buf
+    buf = (ctypes.c_char * mv.nbytes).from_buffer(mv)
+    return ctypes.addressof(buf), buf
+
+
+def launch(block_fn: int, params, grid, block, static_shared: int = 0, dyn_shared: int = 0,
+           frame_bytes: int = 0, cooperative: bool = False) -> int:
+    if _launch_ex is None:
+        _load()
+    gx, gy, gz = _dims(grid)
+    bx, by, bz = _dims(block)
+    for v in (gx, gy, gz, bx, by, bz, static_shared, dyn_shared, frame_bytes):
+        if not 0 <= v < 1 << 32:
+            raise ValueError(f"launch dimension or size out of range: {v}")
+    addr, keep = _address(params)
+    status = _launch_ex(block_fn, addr, gx, gy, gz, bx, by, bz, static_shared, dyn_shared,
+                        frame_bytes, COOPERATIVE if cooperative else 0)
+    del keep
+    return status

@@ -1,0 +1,76 @@
+"""Builds ptxrt.c into a shared library with the system C compiler, once per source hash."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SOURCES = ("ptxrt.c", "ptxrt.h")
+CFLAGS = ["-O2", "-shared", "-fPIC", "-pthread", "-std=gnu11", "-fvisibility=default"]
+
+
+class RuntimeBuildError(RuntimeError):
+    """The C compiler is missing or rejected ptxrt.c (the message carries its output)."""
+
+
+def source_hash() -> str:
+    h = hashlib.sha256()
+    for name in SOURCES:
+        h.update((HERE / name).read_bytes())
+    h.update(" ".join(CFLAGS).encode())
+    return h.hexdigest()[:16]
+
+
+def _candidate_dirs() -> list[Path]:
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return [HERE / "_build", Path(cache) / "zluda-py", Path(tempfile.gettempdir()) / f"zluda-py-{os.getuid()}"]
+
+
+def _writable_dir(d: Path) -> bool:
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return False
+    return os.access(d, os.W_OK | os.X_OK)
+
+
+def _compiler() -> str:
+    cc = os.environ.get("CC")
+    if cc:
+        return cc
+    for name in ("cc", "gcc", "clang"):
+        if shutil.which(name):
+            return name
+    raise RuntimeBuildError("no C compiler found (set CC): the CPU runtime ptxrt.c must be compiled")
+
+
+def ensure_built() -> Path:
+    """The path of libptxrt-<hash>.so, compiling it first if no up-to-date copy exists."""
+    name = f"libptxrt-{source_hash()}.so"
+    dirs = _candidate_dirs()
+    for d in dirs:
+        if (d / name).is_file():
+            return d / name
+    target_dir = next((d for d in dirs if _writable_dir(d)), None)
+    if target_dir is None:
+        raise RuntimeBuildError("no writable directory for the runtime build: " + ", ".join(map(str, dirs)))
+    target = target_dir / name
+    # Two processes may build at once: each writes its own temp file and renames it into place.
+    fd, tmp = tempfile.mkstemp(prefix=name + ".", suffix=".tmp", dir=target_dir)
+    os.close(fd)
+    try:
+        cmd = [_compiler(), *CFLAGS, str(HERE / "ptxrt.c"), "-o", tmp]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RuntimeBuildError(f"{' '.join(cmd)} failed:\n{proc.stderr}")
+        os.chmod(tmp, 0o755)
+        os.replace(tmp, target)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return target

@@ -1,0 +1,856 @@
+/* The CPU runtime under compiled PTX kernels: a persistent worker pool that runs a grid's blocks,
+   plus the device-side services generated code calls (printf, malloc, trap, assert, grid sync).
+   The ABI is ptxrt.h. Built by ptx/runtime/__init__.py with the system C compiler. */
+#define _GNU_SOURCE
+#include "ptxrt.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#define cpu_relax() __builtin_ia32_pause()
+#elif defined(__aarch64__)
+#define cpu_relax() __asm__ __volatile__("yield")
+#else
+#define cpu_relax() ((void)0)
+#endif
+
+#define SHARED_ALIGN 128
+#define SHARED_SLACK 64
+#define SCRATCH_ALIGN 64
+#define HELPER_STACK (16u << 20)   /* generated code may keep per-lane .local arrays on the stack */
+
+static uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) & ~(a - 1); }
+
+static uint64_t now_ns(clockid_t c) {
+    struct timespec ts;
+    clock_gettime(c, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static long futex_wait(_Atomic uint32_t *addr, uint32_t expected, const struct timespec *timeout) {
+    return syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAIT_PRIVATE, expected, timeout, NULL, 0);
+}
+
+static long futex_wake_all(_Atomic uint32_t *addr) {
+    return syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+/* ------------------------------------------------------------------ printf buffers */
+
+/* Output of one run of blocks (a chunk, or one fiber run between grid barriers), keyed so the
+   launch can write all output ordered by block whatever the scheduling was. */
+struct print_seg {
+    uint64_t key;
+    uint32_t slot;
+    size_t off, len;
+};
+
+struct printbuf {
+    char *buf;
+    size_t len, cap;
+    struct print_seg *segs;
+    size_t nseg, capseg;
+    uint64_t cur_key;
+    int seg_open;                    /* the last seg belongs to cur_key */
+};
+
+static int pb_reserve(struct printbuf *pb, size_t extra) {
+    if (pb->len + extra <= pb->cap) return 0;
+    size_t cap = pb->cap ? pb->cap : 4096;
+    while (cap < pb->len + extra) cap *= 2;
+    char *nb = realloc(pb->buf, cap);
+    if (!nb) return -1;
+    pb->buf = nb;
+    pb->cap = cap;
+    return 0;
+}
+
+static void pb_begin(struct printbuf *pb, uint64_t key) {
+    pb->cur_key = key;
+    pb->seg_open = 0;
+}
+
+/* ------------------------------------------------------------------ pool structures */
+
+struct fiber;
+struct slot;
+
+struct rt_ctx {
+    struct slot *slot;
+    struct fiber *fiber;             /* NULL outside cooperative launches */
+};
+
+struct fiber {
+    ucontext_t uc;
+    ptx_worker W;
+    struct rt_ctx ctx;
+    uint64_t block;
+    int32_t ret;
+    int done;
+};
+
+/* One worker's private resources; slot 0 belongs to whichever thread is launching. */
+struct slot {
+    ptx_worker W;
+    struct rt_ctx ctx;
+    uint8_t *shared_mem;
+    size_t shared_cap;
+    uint8_t *scratch_mem;
+    size_t scratch_cap;
+    struct printbuf pb;
+    ucontext_t sched;                /* cooperative: where fibers return to */
+    struct fiber **susp;             /* cooperative: fibers of this slot waiting at the grid barrier */
+    size_t nsusp, capsusp;
+    uint32_t id;
+    pthread_t thread;
+} __attribute__((aligned(64)));
+
+#define ST_TRAP 1u
+#define ST_ASSERT 2u
+#define ST_BAD 4u
+
+struct ptx_launch_state {
+    _Atomic uint32_t flags;          /* ST_* */
+    _Atomic uint32_t stop;
+};
+
+struct job {
+    ptx_block_fn fn;
+    ptx_launch L;
+    struct ptx_launch_state st;
+    uint64_t nblocks, chunk;
+    _Atomic uint64_t next __attribute__((aligned(64)));
+    uint64_t shared_bytes, scratch_bytes;    /* per block, unaligned requirement */
+    uint32_t flags;
+    /* cooperative launches */
+    struct fiber *fibers;
+    uint8_t *arena;                  /* per block: shared then scratch */
+    size_t arena_bytes, per_block, shared_stride;
+    uint8_t *stacks;
+    size_t stacks_bytes, stack_size;
+    _Atomic uint64_t pending __attribute__((aligned(64)));   /* blocks yet to arrive or finish this phase */
+    _Atomic uint64_t finished;
+    _Atomic uint32_t phase;
+};
+
+#define POOL_CLOSED 0x80000000u
+#define POOL_WAITING 0x40000000u
+#define POOL_ACTIVE 0x3fffffffu
+
+static struct pool {
+    pthread_mutex_t init_mu;
+    pthread_mutex_t launch_mu;
+    int ready;
+    uint32_t nworkers;
+    uint64_t spin_ns;
+    size_t fiber_stack;
+    struct slot *slots;
+    _Atomic uint32_t gen __attribute__((aligned(64)));      /* futex: one step per launch */
+    _Atomic uint32_t sleepers;
+    _Atomic uint32_t state __attribute__((aligned(64)));    /* POOL_CLOSED | POOL_WAITING | joined helpers */
+    struct job job;
+} P = {.init_mu = PTHREAD_MUTEX_INITIALIZER, .launch_mu = PTHREAD_MUTEX_INITIALIZER};
+
+static void set_flag(struct ptx_launch_state *st, uint32_t f) {
+    atomic_fetch_or(&st->flags, f);
+    atomic_store_explicit(&st->stop, 1, memory_order_release);
+}
+
+static void record_ret(struct ptx_launch_state *st, int32_t r) {
+    set_flag(st, r == PTXRT_ASSERT ? ST_ASSERT : r == PTXRT_BAD_LAUNCH ? ST_BAD : ST_TRAP);
+}
+
+/* ------------------------------------------------------------------ per-worker buffers */
+
+static int grow(uint8_t **mem, size_t *cap, size_t need, size_t align) {
+    if (need <= *cap && *mem) return 0;
+    size_t n = align_up(need < 4096 ? 4096 : need, 4096);
+    if (n < *cap * 2) n = align_up(*cap * 2, 4096);
+    void *p = aligned_alloc(align, n);
+    if (!p) return -1;
+    free(*mem);
+    *mem = p;
+    *cap = n;
+    return 0;
+}
+
+static int slot_prepare(struct slot *s, struct job *j) {
+    if (!(j->flags & PTXRT_COOPERATIVE)) {
+        if (grow(&s->shared_mem, &s->shared_cap, j->shared_bytes + SHARED_SLACK, SHARED_ALIGN) ||
+            grow(&s->scratch_mem, &s->scratch_cap, j->scratch_bytes + SCRATCH_ALIGN, SCRATCH_ALIGN)) {
+            set_flag(&j->st, ST_BAD);
+            return -1;
+        }
+    }
+    s->W.shared = s->shared_mem;
+    s->W.scratch = s->scratch_mem;
+    s->W.scratch_bytes = j->scratch_bytes;
+    s->W.worker_id = s->id;
+    s->W.grid_phase = 0;
+    s->W.state = &j->st;
+    s->ctx.slot = s;
+    s->ctx.fiber = NULL;
+    s->W.rt_private = &s->ctx;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ running blocks */
+
+static void run_chunks(struct slot *s, struct job *j) {
+    for (;;) {
+        if (atomic_load_explicit(&j->st.stop, memory_order_relaxed)) return;
+        uint64_t b = atomic_fetch_add_explicit(&j->next, j->chunk, memory_order_relaxed);
+        if (b >= j->nblocks) return;
+        uint64_t e = b + j->chunk < j->nblocks ? b + j->chunk : j->nblocks;
+        pb_begin(&s->pb, b);
+        int32_t r = j->fn(&j->L, b, e, &s->W);
+        if (r) record_ret(&j->st, r);
+    }
+}
+
+static void fiber_entry(unsigned lo, unsigned hi) {
+    struct fiber *f = (struct fiber *)(((uintptr_t)hi << 32) | (uintptr_t)lo);
+    struct job *j = &P.job;
+    f->ret = j->fn(&j->L, f->block, f->block + 1, &f->W);
+    f->done = 1;
+    setcontext(&f->ctx.slot->sched);
+}
+
+/* A block arrived at the grid barrier or finished: the last one of a phase releases the next. */
+static void coop_count(struct job *j, int finished) {
+    if (finished) atomic_fetch_add(&j->finished, 1);
+    if (atomic_fetch_sub(&j->pending, 1) == 1) {
+        uint64_t live = j->nblocks - atomic_load(&j->finished);
+        atomic_store(&j->pending, live);
+        atomic_fetch_add(&j->phase, 1);
+        futex_wake_all(&j->phase);
+    }
+}
+
+static int coop_switch(struct slot *s, struct job *j, struct fiber *f) {
+    pb_begin(&s->pb, (uint64_t)atomic_load(&j->phase) * j->nblocks + f->block);
+    if (swapcontext(&s->sched, &f->uc) != 0) {
+        f->done = 1;
+        f->ret = PTXRT_BAD_LAUNCH;
+    }
+    if (f->done) {
+        if (f->ret) record_ret(&j->st, f->ret);
+        coop_count(j, 1);
+        return 0;
+    }
+    if (s->nsusp == s->capsusp) {
+        size_t c = s->capsusp ? s->capsusp * 2 : 16;
+        struct fiber **n = realloc(s->susp, c * sizeof *n);
+        if (!n) {                    /* cannot keep it: the launch fails, the block counts as gone */
+            set_flag(&j->st, ST_BAD);
+            coop_count(j, 1);
+            return 0;
+        }
+        s->susp = n;
+        s->capsusp = c;
+    }
+    s->susp[s->nsusp++] = f;
+    coop_count(j, 0);
+    return 1;
+}
+
+static void run_cooperative(struct slot *s, struct job *j) {
+    s->nsusp = 0;
+    for (;;) {
+        if (atomic_load_explicit(&j->st.stop, memory_order_relaxed)) break;
+        uint64_t b = atomic_fetch_add(&j->next, 1);
+        if (b >= j->nblocks) break;
+        struct fiber *f = &j->fibers[b];
+        f->block = b;
+        f->done = 0;
+        f->ret = 0;
+        f->ctx.slot = s;
+        f->ctx.fiber = f;
+        f->W = s->W;
+        f->W.shared = j->arena + b * j->per_block;
+        f->W.scratch = j->arena + b * j->per_block + j->shared_stride;
+        f->W.grid_phase = 0;
+        f->W.rt_private = &f->ctx;
+        getcontext(&f->uc);
+        f->uc.uc_stack.ss_sp = j->stacks + b * j->stack_size;
+        f->uc.uc_stack.ss_size = j->stack_size;
+        f->uc.uc_link = &s->sched;
+        makecontext(&f->uc, (void (*)(void))fiber_entry, 2, (unsigned)(uintptr_t)f,
+                    (unsigned)((uintptr_t)f >> 32));
+        coop_switch(s, j, f);
+    }
+    /* Every block has started; this slot's suspended blocks wait for each phase to end. They
+       arrived during phase 0 (phase 0 cannot end before every block has started). */
+    uint32_t my_phase = 0;
+    while (s->nsusp) {
+        uint64_t t0 = now_ns(CLOCK_MONOTONIC);
+        unsigned spins = 0;
+        while (atomic_load(&j->phase) == my_phase && !atomic_load(&j->st.stop)) {
+            cpu_relax();
+            if ((++spins & 255) == 0 && now_ns(CLOCK_MONOTONIC) - t0 > P.spin_ns) {
+                struct timespec ms = {0, 1000000};   /* re-check stop even if nobody wakes us */
+                futex_wait(&j->phase, my_phase, &ms);
+            }
+        }
+        if (atomic_load(&j->st.stop)) {
+            s->nsusp = 0;            /* a trapped launch abandons blocks parked at the barrier */
+            break;
+        }
+        my_phase++;                  /* our blocks hold the next phase up, so it cannot have moved on */
+        size_t n = s->nsusp;
+        struct fiber **list = malloc(n * sizeof *list);
+        if (!list) {
+            set_flag(&j->st, ST_BAD);
+            s->nsusp = 0;
+            break;
+        }
+        memcpy(list, s->susp, n * sizeof *list);
+        s->nsusp = 0;
+        for (size_t i = 0; i < n; i++) {
+            list[i]->W.grid_phase++;
+            coop_switch(s, j, list[i]);
+        }
+        free(list);
+        /* fibers that re-suspended arrived at the barrier of the phase after my_phase */
+    }
+}
+
+static void run_job(struct slot *s) {
+    struct job *j = &P.job;
+    if (slot_prepare(s, j)) return;
+    if (j->flags & PTXRT_COOPERATIVE)
+        run_cooperative(s, j);
+    else
+        run_chunks(s, j);
+}
+
+/* ------------------------------------------------------------------ helper threads */
+
+static void *helper_main(void *arg) {
+    struct slot *s = arg;
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL);
+    uint32_t seen = atomic_load(&P.gen);
+    for (;;) {
+        uint32_t g = atomic_load(&P.gen);
+        if (g == seen) {
+            uint64_t t0 = now_ns(CLOCK_MONOTONIC);
+            unsigned spins = 0;
+            for (;;) {
+                cpu_relax();
+                g = atomic_load_explicit(&P.gen, memory_order_acquire);
+                if (g != seen) break;
+                if ((++spins & 127) == 0 && now_ns(CLOCK_MONOTONIC) - t0 > P.spin_ns) {
+                    atomic_fetch_add(&P.sleepers, 1);
+                    futex_wait(&P.gen, seen, NULL);
+                    atomic_fetch_sub(&P.sleepers, 1);
+                    g = atomic_load(&P.gen);
+                    if (g != seen) break;
+                    t0 = now_ns(CLOCK_MONOTONIC);
+                }
+            }
+        }
+        /* Join the open launch, if any (its fields are stable while we hold a place in `state`). */
+        uint32_t st = atomic_load(&P.state);
+        int joined = 0;
+        while (!(st & POOL_CLOSED)) {
+            if (atomic_compare_exchange_weak(&P.state, &st, st + 1)) {
+                joined = 1;
+                break;
+            }
+        }
+        if (!joined) {
+            seen = g;
+            continue;
+        }
+        seen = atomic_load(&P.gen);
+        run_job(s);
+        uint32_t v = atomic_fetch_sub(&P.state, 1) - 1;
+        if ((v & POOL_WAITING) && !(v & POOL_ACTIVE)) futex_wake_all(&P.state);
+    }
+    return NULL;
+}
+
+static void after_fork_child(void) {
+    /* The helpers did not survive the fork: start a fresh pool on the next launch. */
+    pthread_mutex_init(&P.init_mu, NULL);
+    pthread_mutex_init(&P.launch_mu, NULL);
+    P.ready = 0;
+    P.slots = NULL;
+    atomic_store(&P.state, 0);
+    atomic_store(&P.sleepers, 0);
+}
+
+static uint32_t usable_cores(void) {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) {
+        int n = CPU_COUNT(&set);
+        if (n > 0) return (uint32_t)n;
+    }
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (uint32_t)n : 1;
+}
+
+static int pool_init(void) {
+    if (__atomic_load_n(&P.ready, __ATOMIC_ACQUIRE)) return 0;
+    pthread_mutex_lock(&P.init_mu);
+    if (P.ready) {
+        pthread_mutex_unlock(&P.init_mu);
+        return 0;
+    }
+    static int atfork_done;
+    if (!atfork_done) {
+        pthread_atfork(NULL, NULL, after_fork_child);
+        atfork_done = 1;
+    }
+    uint32_t n = usable_cores();
+    const char *e = getenv("PTXRT_THREADS");
+    if (e && atoi(e) > 0) n = (uint32_t)atoi(e);
+    if (n > 1024) n = 1024;
+    P.spin_ns = 200000;
+    e = getenv("PTXRT_SPIN_US");
+    if (e && atol(e) >= 0) P.spin_ns = (uint64_t)atol(e) * 1000;
+    P.fiber_stack = 1u << 20;
+    e = getenv("PTXRT_FIBER_STACK");
+    if (e && atol(e) >= 65536) P.fiber_stack = align_up((size_t)atol(e), 4096);
+    struct slot *slots = aligned_alloc(64, align_up(n * sizeof(struct slot), 64));
+    if (!slots) {
+        pthread_mutex_unlock(&P.init_mu);
+        return -1;
+    }
+    memset(slots, 0, n * sizeof(struct slot));
+    P.slots = slots;
+    atomic_store(&P.state, POOL_CLOSED);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, HELPER_STACK);
+    uint32_t started = 1;
+    for (uint32_t i = 0; i < n; i++) slots[i].id = i;
+    for (uint32_t i = 1; i < n; i++) {
+        if (pthread_create(&slots[i].thread, &attr, helper_main, &slots[i]) != 0) break;
+        pthread_detach(slots[i].thread);
+        started++;
+    }
+    pthread_attr_destroy(&attr);
+    P.nworkers = started;
+    __atomic_store_n(&P.ready, 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&P.init_mu);
+    return 0;
+}
+
+uint32_t ptx_rt_num_workers(void) {
+    if (pool_init()) return 1;
+    return P.nworkers;
+}
+
+/* ------------------------------------------------------------------ printf output */
+
+static int seg_cmp(const void *a, const void *b) {
+    const struct print_seg *x = a, *y = b;
+    if (x->key != y->key) return x->key < y->key ? -1 : 1;
+    if (x->slot != y->slot) return x->slot < y->slot ? -1 : 1;
+    return x->off < y->off ? -1 : x->off > y->off;
+}
+
+static void flush_printf(void) {
+    size_t total = 0;
+    for (uint32_t i = 0; i < P.nworkers; i++) total += P.slots[i].pb.nseg;
+    if (!total) return;
+    struct print_seg *all = malloc(total * sizeof *all);
+    size_t k = 0;
+    for (uint32_t i = 0; i < P.nworkers; i++) {
+        struct printbuf *pb = &P.slots[i].pb;
+        for (size_t s = 0; s < pb->nseg; s++) {
+            if (all) {
+                all[k] = pb->segs[s];
+                all[k].slot = i;
+                k++;
+            } else {
+                fwrite(pb->buf + pb->segs[s].off, 1, pb->segs[s].len, stdout);
+            }
+        }
+    }
+    if (all) {
+        qsort(all, k, sizeof *all, seg_cmp);
+        for (size_t s = 0; s < k; s++)
+            fwrite(P.slots[all[s].slot].pb.buf + all[s].off, 1, all[s].len, stdout);
+        free(all);
+    }
+    fflush(stdout);
+    for (uint32_t i = 0; i < P.nworkers; i++) {
+        struct printbuf *pb = &P.slots[i].pb;
+        pb->len = 0;
+        pb->nseg = 0;
+        pb->seg_open = 0;
+        if (pb->cap > (64u << 20)) {        /* do not keep a huge buffer after a chatty launch */
+            free(pb->buf);
+            pb->buf = NULL;
+            pb->cap = 0;
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ launch */
+
+static int setup_cooperative(struct job *j) {
+    uint64_t B = j->nblocks;
+    j->shared_stride = align_up(j->shared_bytes + SHARED_SLACK, SHARED_ALIGN);
+    j->per_block = j->shared_stride + align_up(j->scratch_bytes + SCRATCH_ALIGN, SHARED_ALIGN);
+    j->stack_size = P.fiber_stack;
+    if (B > (1ull << 32) || j->per_block > (1ull << 40) / B) return -1;
+    j->arena_bytes = align_up(B * j->per_block, 4096);
+    j->stacks_bytes = B * j->stack_size;
+    j->fibers = calloc(B, sizeof(struct fiber));
+    j->arena = mmap(NULL, j->arena_bytes, PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    j->stacks = mmap(NULL, j->stacks_bytes, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+    if (j->arena == MAP_FAILED) j->arena = NULL;
+    if (j->stacks == MAP_FAILED) j->stacks = NULL;
+    atomic_store(&j->pending, B);
+    atomic_store(&j->finished, 0);
+    atomic_store(&j->phase, 0);
+    return (j->fibers && j->arena && j->stacks) ? 0 : -1;
+}
+
+static void teardown_cooperative(struct job *j) {
+    free(j->fibers);
+    if (j->arena) munmap(j->arena, j->arena_bytes);
+    if (j->stacks) munmap(j->stacks, j->stacks_bytes);
+    j->fibers = NULL;
+    j->arena = NULL;
+    j->stacks = NULL;
+}
+
+int32_t ptx_rt_launch_ex(ptx_block_fn fn, const uint8_t *params,
+                         uint32_t gx, uint32_t gy, uint32_t gz, uint32_t bx, uint32_t by, uint32_t bz,
+                         uint32_t static_shared, uint32_t dyn_shared, uint32_t frame_bytes,
+                         uint32_t flags) {
+    if (!fn || !gx || !gy || !gz || !bx || !by || !bz) return PTXRT_BAD_LAUNCH;
+    if (pool_init()) return PTXRT_BAD_LAUNCH;
+    pthread_mutex_lock(&P.launch_mu);
+    struct job *j = &P.job;
+    j->fn = fn;
+    j->flags = flags;
+    j->L.params = params;
+    j->L.grid[0] = gx; j->L.grid[1] = gy; j->L.grid[2] = gz;
+    j->L.block[0] = bx; j->L.block[1] = by; j->L.block[2] = bz;
+    j->L.dyn_shared = dyn_shared;
+    j->L.static_shared = static_shared;
+    j->L.state = &j->st;
+    atomic_store(&j->st.flags, 0);
+    atomic_store(&j->st.stop, 0);
+    j->nblocks = (uint64_t)gx * gy * gz;
+    j->shared_bytes = (uint64_t)static_shared + dyn_shared;
+    j->scratch_bytes = (uint64_t)frame_bytes * ((uint64_t)bx * by * bz);
+    uint64_t parts = (uint64_t)P.nworkers * 8;
+    j->chunk = j->nblocks / parts ? j->nblocks / parts : 1;
+    atomic_store_explicit(&j->next, 0, memory_order_relaxed);
+    int coop = (flags & PTXRT_COOPERATIVE) != 0;
+    if (coop && setup_cooperative(j)) {
+        teardown_cooperative(j);
+        pthread_mutex_unlock(&P.launch_mu);
+        return PTXRT_BAD_LAUNCH;
+    }
+
+    /* One block cannot be shared out: leave the helpers parked (the cheap path for tiny launches). */
+    int share = P.nworkers > 1 && j->nblocks > 1;
+    if (share) {
+        atomic_store(&P.state, 0);   /* open: helpers may join */
+        atomic_fetch_add(&P.gen, 1);
+        if (atomic_load(&P.sleepers)) futex_wake_all(&P.gen);
+    }
+    run_job(&P.slots[0]);
+    if (share) {
+        uint32_t st = atomic_fetch_or(&P.state, POOL_CLOSED) | POOL_CLOSED;
+        uint64_t t0 = 0;
+        unsigned spins = 0;
+        while (st & POOL_ACTIVE) {
+            cpu_relax();
+            st = atomic_load(&P.state);
+            if ((++spins & 127) == 0) {
+                uint64_t t = now_ns(CLOCK_MONOTONIC);
+                if (!t0) t0 = t;
+                else if (t - t0 > P.spin_ns / 4) {
+                    if ((st & POOL_ACTIVE) &&
+                        atomic_compare_exchange_strong(&P.state, &st, st | POOL_WAITING)) {
+                        futex_wait(&P.state, st | POOL_WAITING, NULL);
+                    }
+                    st = atomic_load(&P.state);
+                }
+            }
+        }
+    }
+    if (coop) teardown_cooperative(j);
+    flush_printf();
+    uint32_t f = atomic_load(&j->st.flags);
+    int32_t status = (f & ST_ASSERT) ? PTXRT_ASSERT : (f & ST_TRAP) ? PTXRT_TRAP
+                   : (f & ST_BAD) ? PTXRT_BAD_LAUNCH : PTXRT_OK;
+    pthread_mutex_unlock(&P.launch_mu);
+    return status;
+}
+
+int32_t ptx_rt_launch(ptx_block_fn fn, const uint8_t *params, const uint32_t grid[3],
+                      const uint32_t block[3], uint32_t static_shared, uint32_t dyn_shared,
+                      uint32_t frame_bytes) {
+    return ptx_rt_launch_ex(fn, params, grid[0], grid[1], grid[2], block[0], block[1], block[2],
+                            static_shared, dyn_shared, frame_bytes, 0);
+}
+
+/* ------------------------------------------------------------------ services for generated code */
+
+int32_t ptx_rt_grid_sync(ptx_worker *W) {
+    struct rt_ctx *c = W ? (struct rt_ctx *)W->rt_private : NULL;
+    if (!c || !c->fiber) {
+        if (W && W->state) set_flag(W->state, ST_TRAP);
+        return PTXRT_TRAP;
+    }
+    if (atomic_load(&W->state->stop)) return PTXRT_TRAP;
+    swapcontext(&c->fiber->uc, &c->slot->sched);
+    return atomic_load(&W->state->stop) ? PTXRT_TRAP : 0;
+}
+
+void ptx_rt_trap(ptx_worker *W) {
+    if (W && W->state) set_flag(W->state, ST_TRAP);
+}
+
+void ptx_rt_assertfail(ptx_worker *W, const char *msg, const char *file, uint32_t line,
+                       const char *func, const uint32_t ctaid[3], const uint32_t tid[3]) {
+    static const uint32_t zero[3] = {0, 0, 0};
+    if (!ctaid) ctaid = zero;
+    if (!tid) tid = zero;
+    fprintf(stderr, "%s:%u: %s: block: [%u,%u,%u], thread: [%u,%u,%u] Assertion `%s` failed.\n",
+            file ? file : "", line, func ? func : "", ctaid[0], ctaid[1], ctaid[2], tid[0], tid[1],
+            tid[2], msg ? msg : "");
+    fflush(stderr);
+    if (W && W->state) set_flag(W->state, ST_ASSERT);
+}
+
+void *ptx_rt_malloc(uint64_t size) { return malloc(size ? size : 1); }
+
+void ptx_rt_free(void *p) { free(p); }
+
+uint64_t ptx_rt_globaltimer(void) { return now_ns(CLOCK_REALTIME); }
+
+/* ------------------------------------------------------------------ device printf */
+
+struct argreader {
+    const uint8_t *args;
+    size_t off;
+    int count;
+};
+
+static const uint8_t *take(struct argreader *a, size_t size) {
+    a->off = align_up(a->off, size);
+    const uint8_t *p = a->args + a->off;
+    a->off += size;
+    a->count++;
+    return p;
+}
+
+static int32_t take_i32(struct argreader *a) {
+    int32_t v;
+    memcpy(&v, take(a, 4), 4);
+    return v;
+}
+
+static uint64_t take_u64(struct argreader *a) {
+    uint64_t v;
+    memcpy(&v, take(a, 8), 8);
+    return v;
+}
+
+static void out_bytes(struct printbuf *pb, const char *s, size_t n) {
+    if (!n || pb_reserve(pb, n)) return;
+    memcpy(pb->buf + pb->len, s, n);
+    pb->len += n;
+}
+
+/* snprintf one conversion straight into the buffer */
+#define OUT_FMT(pb, spec, ...)                                                             \
+    do {                                                                                   \
+        int n_ = snprintf(NULL, 0, spec, __VA_ARGS__);                                     \
+        if (n_ > 0 && !pb_reserve(pb, (size_t)n_ + 1)) {                                   \
+            snprintf(pb->buf + pb->len, (size_t)n_ + 1, spec, __VA_ARGS__);                \
+            pb->len += (size_t)n_;                                                         \
+        }                                                                                  \
+    } while (0)
+
+static int format_into(struct printbuf *pb, const char *fmt, const uint8_t *args) {
+    struct argreader a = {args, 0, 0};
+    const char *p = fmt;
+    while (*p) {
+        const char *lit = p;
+        while (*p && *p != '%') p++;
+        out_bytes(pb, lit, (size_t)(p - lit));
+        if (!*p) break;
+        const char *start = p++;     /* at '%' */
+        if (*p == '%') {
+            out_bytes(pb, "%", 1);
+            p++;
+            continue;
+        }
+        char flags[8];
+        int nflags = 0;
+        while (*p && strchr("-+ #0'", *p)) {
+            if (nflags < 7) flags[nflags++] = *p;
+            p++;
+        }
+        flags[nflags] = 0;
+        int have_width = 0, width = 0, have_prec = 0, prec = 0;
+        if (*p == '*') {
+            width = args ? take_i32(&a) : 0;
+            have_width = 1;
+            p++;
+        } else if (*p >= '0' && *p <= '9') {
+            have_width = 1;
+            while (*p >= '0' && *p <= '9') width = width * 10 + (*p++ - '0');
+        }
+        if (*p == '.') {
+            p++;
+            have_prec = 1;
+            if (*p == '*') {
+                prec = args ? take_i32(&a) : 0;
+                p++;
+            } else {
+                while (*p >= '0' && *p <= '9') prec = prec * 10 + (*p++ - '0');
+            }
+        }
+        int longs = 0, shorts = 0;   /* 64-bit argument; hh/h truncation of the promoted int */
+        for (;;) {
+            if (*p == 'l' || *p == 'L' || *p == 'j' || *p == 'z' || *p == 't' || *p == 'q') {
+                longs = 1;
+                p++;
+            } else if (*p == 'h') {
+                shorts++;
+                p++;
+            } else {
+                break;
+            }
+        }
+        char conv = *p;
+        if (!conv) {                 /* dangling spec at the end: print it as text */
+            out_bytes(pb, start, (size_t)(p - start));
+            break;
+        }
+        p++;
+        /* Rebuild a spec without the length modifier; '*' are resolved to numbers. */
+        char spec[64];
+        int k = snprintf(spec, sizeof spec, "%%%s", flags);
+        if (have_width) {
+            if (width < 0) {         /* a negative '*' width means '-' flag, as in C */
+                k += snprintf(spec + k, sizeof spec - k, "-");
+                width = width == INT_MIN ? INT_MAX : -width;
+            }
+            k += snprintf(spec + k, sizeof spec - k, "%d", width);
+        }
+        if (have_prec && prec >= 0) k += snprintf(spec + k, sizeof spec - k, ".%d", prec);
+        if (!args && conv != '%') {  /* conversions with no argument buffer print as written */
+            out_bytes(pb, start, (size_t)(p - start));
+            continue;
+        }
+        switch (conv) {
+        case 'd': case 'i': {
+            snprintf(spec + k, sizeof spec - k, "ll%c", conv);
+            long long v = longs ? (long long)(int64_t)take_u64(&a) : (long long)take_i32(&a);
+            if (!longs && shorts == 1) v = (short)v;
+            if (!longs && shorts >= 2) v = (signed char)v;
+            OUT_FMT(pb, spec, v);
+            break;
+        }
+        case 'u': case 'o': case 'x': case 'X': {
+            snprintf(spec + k, sizeof spec - k, "ll%c", conv);
+            unsigned long long v = longs ? (unsigned long long)take_u64(&a)
+                                         : (unsigned long long)(uint32_t)take_i32(&a);
+            if (!longs && shorts == 1) v = (unsigned short)v;
+            if (!longs && shorts >= 2) v = (unsigned char)v;
+            OUT_FMT(pb, spec, v);
+            break;
+        }
+        case 'c': {
+            snprintf(spec + k, sizeof spec - k, "c");
+            int v = take_i32(&a);
+            /* a NUL char still prints one byte, which snprintf's counting handles */
+            int n = snprintf(NULL, 0, spec, v);
+            if (n > 0 && !pb_reserve(pb, (size_t)n + 1)) {
+                snprintf(pb->buf + pb->len, (size_t)n + 1, spec, v);
+                pb->len += (size_t)n;
+            }
+            break;
+        }
+        case 's': {
+            snprintf(spec + k, sizeof spec - k, "s");
+            const char *s = (const char *)(uintptr_t)take_u64(&a);
+            OUT_FMT(pb, spec, s ? s : "(null)");
+            break;
+        }
+        case 'p': {
+            snprintf(spec + k, sizeof spec - k, "p");
+            void *v = (void *)(uintptr_t)take_u64(&a);
+            OUT_FMT(pb, spec, v);
+            break;
+        }
+        case 'f': case 'F': case 'e': case 'E': case 'g': case 'G': case 'a': case 'A': {
+            snprintf(spec + k, sizeof spec - k, "%c", conv);
+            double v;
+            uint64_t bits = take_u64(&a);
+            memcpy(&v, &bits, 8);
+            OUT_FMT(pb, spec, v);
+            break;
+        }
+        case 'n':
+            (void)take_u64(&a);      /* CUDA ignores %n; its pointer is still in the buffer */
+            break;
+        default:                     /* unknown conversion: print it as written, consume nothing */
+            out_bytes(pb, start, (size_t)(p - start));
+            break;
+        }
+    }
+    return a.count;
+}
+
+int32_t ptx_rt_vprintf(ptx_worker *W, const char *fmt, const uint8_t *args) {
+    if (!fmt) return -1;
+    struct rt_ctx *c = W ? (struct rt_ctx *)W->rt_private : NULL;
+    if (!c) {                        /* outside a launch: format and write at once */
+        struct printbuf tmp = {0};
+        int n = format_into(&tmp, fmt, args);
+        if (tmp.len) {
+            fwrite(tmp.buf, 1, tmp.len, stdout);
+            fflush(stdout);
+        }
+        free(tmp.buf);
+        return n;
+    }
+    struct printbuf *pb = &c->slot->pb;
+    if (!pb->seg_open) {
+        if (pb->nseg == pb->capseg) {
+            size_t cap = pb->capseg ? pb->capseg * 2 : 64;
+            struct print_seg *n = realloc(pb->segs, cap * sizeof *n);
+            if (!n) return -2;
+            pb->segs = n;
+            pb->capseg = cap;
+        }
+        pb->segs[pb->nseg++] = (struct print_seg){pb->cur_key, c->slot->id, pb->len, 0};
+        pb->seg_open = 1;
+    }
+    size_t before = pb->len;
+    int n = format_into(pb, fmt, args);
+    pb->segs[pb->nseg - 1].len += pb->len - before;
+    return n;
+}
