@@ -597,3 +597,35 @@ def test_unmodified_nvcc_vector_add(shim_libdir, build, flavour, flags):
     p = subprocess.run([str(exe), str(random.randrange(1 << 30))], capture_output=True, text=True, env=env,
                        timeout=300)
     assert p.returncode == 0 and p.stdout.strip() == "PASS vectorAdd 50000", p.stdout + p.stderr
+
+
+@needs_compiler
+def test_kernel_cache_dump_and_corrupt_entry(shim_libdir, build, tmp_path):
+    """A second run takes the kernel from ZLUDA_CACHE_DIR; a corrupt entry is rebuilt; ZLUDA_DUMP_DIR gets
+    the PTX and LLVM IR; ZLUDA_JIT_CACHE=0 writes no cache."""
+    (build.dir / "vectorAdd.cu").write_text(VECTOR_ADD)
+    exe = build("vectorAdd_ptx86", "vectorAdd.cu", "-gencode", "arch=compute_86,code=compute_86")
+    cache, dump = tmp_path / "cache", tmp_path / "dump"
+
+    def run(**env):
+        e = dict(os.environ, LD_LIBRARY_PATH=shim_libdir, ZLUDA_TRACE="1", ZLUDA_LOG_FILE=str(tmp_path / "log"),
+                 **env)
+        (tmp_path / "log").write_text("")
+        p = subprocess.run([str(exe), str(random.randrange(1 << 30))], capture_output=True, text=True, env=e,
+                           timeout=300)
+        assert p.returncode == 0 and "PASS" in p.stdout, p.stdout + p.stderr
+        return [ln for ln in (tmp_path / "log").read_text().splitlines() if ": 1 kernels," in ln]
+
+    assert [ln.split(", ")[-1] for ln in run(ZLUDA_CACHE_DIR=str(cache), ZLUDA_DUMP_DIR=str(dump))] == ["compiled"]
+    assert [ln.split(", ")[-1] for ln in run(ZLUDA_CACHE_DIR=str(cache))] == ["from the cache"]
+    entries = list(cache.iterdir())
+    assert len(entries) == 1
+    entries[0].write_bytes(os.urandom(200))
+    assert [ln.split(", ")[-1] for ln in run(ZLUDA_CACHE_DIR=str(cache))] == ["compiled"]
+    assert [ln.split(", ")[-1] for ln in run(ZLUDA_CACHE_DIR=str(cache))] == ["from the cache"]
+    dumped = sorted(p.suffix for p in dump.iterdir())
+    assert dumped == [".ll", ".ptx"]
+    assert ".entry _Z9vectorAddPKfS0_Pfi" in next(dump.glob("*.ptx")).read_text()
+    off = tmp_path / "off"
+    run(ZLUDA_CACHE_DIR=str(off), ZLUDA_JIT_CACHE="0")
+    assert not off.exists() or not any(off.iterdir())

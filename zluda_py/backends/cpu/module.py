@@ -1,10 +1,13 @@
-"""Modules on the CPU backend: PTX compiled for the host by the `ptx` package (a thin adapter; the module
-work refines it)."""
+"""Modules on the CPU backend: PTX compiled for the host by the `ptx` package, with its on-disk object cache
+(ZLUDA_CACHE_DIR, ZLUDA_JIT_CACHE=0 disables), IR dumps (ZLUDA_DUMP_DIR) and FMA contraction (ZLUDA_FMA_OPT=1)."""
 
 from __future__ import annotations
 
+import os
+
+from zluda_py import log
 from zluda_py.backends.base import BackendFunction, BackendModule, FunctionInfo, KernelParam
-from zluda_py.errors import CudaError, CUDA_ERROR_INVALID_PTX, CUDA_ERROR_NOT_SUPPORTED
+from zluda_py.errors import CudaError, CUDA_ERROR_INVALID_PTX, CUDA_ERROR_NOT_SUPPORTED, CUDA_ERROR_UNKNOWN
 
 
 class CpuFunction(BackendFunction):
@@ -12,17 +15,22 @@ class CpuFunction(BackendFunction):
         self.name = name
         self.kernel = kernel
         params = [KernelParam(offset=o, size=s, align=a) for (o, s, a) in kernel.params]
-        size = max((p.offset + p.size for p in params), default=0)
-        self.info = FunctionInfo(name=name, params=params, param_size=size)
+        size = getattr(kernel, "param_size", None)
+        if size is None:
+            size = max((p.offset + p.size for p in params), default=0)
+        self.info = FunctionInfo(name=name, params=params, param_size=size,
+                                 static_shared_bytes=getattr(kernel, "static_shared_bytes", 0),
+                                 local_bytes=getattr(kernel, "local_bytes", 0),
+                                 reqntid=getattr(kernel, "reqntid", None), maxntid=getattr(kernel, "maxntid", None))
 
     def launch_raw(self, grid, block, params_address, shared_bytes):
         return self.kernel.launch_raw(grid, block, params_address, shared_bytes)
 
 
 class CpuModule(BackendModule):
-    def __init__(self, host_module, entry_names):
+    def __init__(self, host_module):
         self._module = host_module
-        self._functions = {n: CpuFunction(n, host_module.kernel(n)) for n in entry_names}
+        self._functions = {n: CpuFunction(n, host_module.kernel(n)) for n in host_module.kernels}
 
     def functions(self) -> dict:
         return self._functions
@@ -31,17 +39,34 @@ class CpuModule(BackendModule):
         return self._module.globals.get(name)
 
     def unload(self) -> None:
+        # The machine code stays mapped: a launch still queued on a stream may be about to run it.
         self._functions = {}
+
+
+def compile_options() -> dict:
+    """ptx.compile options from the environment, read at each load so a test can change them."""
+    opts = {}
+    if os.environ.get("ZLUDA_JIT_CACHE", "1") != "0":
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        opts["cache_dir"] = os.environ.get("ZLUDA_CACHE_DIR") or os.path.join(base, "zluda-py", "kernels")
+    if os.environ.get("ZLUDA_DUMP_DIR"):
+        opts["dump_dir"] = os.environ["ZLUDA_DUMP_DIR"]
+    if os.environ.get("ZLUDA_FMA_OPT", "0") == "1":
+        opts["fma_contract"] = True
+    return opts
 
 
 def load_module(ptx_text: str, name: str = "") -> CpuModule:
     import ptx
     try:
-        tree = ptx.parse(ptx_text)
-        host_module = ptx.compile(ptx_text, target="host")
+        host_module = ptx.compile(ptx_text, target="host", **compile_options())
     except ptx.PTXUnsupportedError as e:
         raise CudaError(CUDA_ERROR_NOT_SUPPORTED, f"module {name}: {e}") from None
     except ptx.PTXError as e:
         raise CudaError(CUDA_ERROR_INVALID_PTX, f"module {name}: {e}") from None
-    entries = [f.name for f in tree.entries()]
-    return CpuModule(host_module, entries)
+    except OSError as e:
+        raise CudaError(CUDA_ERROR_UNKNOWN, f"module {name}: compiling failed: {e}") from None
+    if log.TRACE:
+        log.write(f"module {name}: {len(host_module.kernels)} kernels, "
+                  f"{'from the cache' if getattr(host_module, 'cache_hit', False) else 'compiled'}")
+    return CpuModule(host_module)
