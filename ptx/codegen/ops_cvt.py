@@ -19,6 +19,11 @@ def _int_range(t):
 
 def _f64_to_f16(em, v):
     """Correctly rounded f64 -> f16 without a libcall: round to f32 by round-to-odd, then to f16."""
+    return em.f.op(f"fptrunc float {_f64_to_f32_odd(em, v)} to half")
+
+
+def _f64_to_f32_odd(em, v):
+    """f64 -> f32 rounded to odd: a later rounding to a narrower format is then correctly rounded."""
     f = em.f
     r = call_strict(em, "fptrunc", "float", [("double", v)], "towardzero", "f32.f64")
     back = f.op(f"fpext float {r} to double")
@@ -28,8 +33,37 @@ def _f64_to_f16(em, v):
     inf = f.op(f"fcmp oeq double {f.op(f'call double @llvm.fabs.f64(double {v})')}, 0x7FF0000000000000")
     em.m.declare("declare double @llvm.fabs.f64(double)")
     rr = f.op(f"bitcast i32 {b} to float")
-    rr = f.op(f"select i1 {inf}, float {f.op(f'fptrunc double {v} to float')}, float {rr}")
-    return f.op(f"fptrunc float {rr} to half")
+    return f.op(f"select i1 {inf}, float {f.op(f'fptrunc double {v} to float')}, float {rr}")
+
+
+def directed_from_nearest(em, x, xty, r, rty, mode):
+    """Turn r = round-to-nearest(x) into the directed rounding `mode` by one ulp step where r lies
+    on the wrong side of x (exact: r is the nearest, so the directed result is r or its neighbour)."""
+    f = em.f
+    ity = {"half": "i16", "float": "i32", "bfloat": "i16"}[rty]
+    nbits = int(ity[1:])
+    sign = 1 << (nbits - 1)
+    back = f.op(f"fpext {rty} {r} to {xty}")
+    b = f.op(f"bitcast {rty} {r} to {ity}")
+    neg = f.op(f"icmp slt {ity} {b}, 0")
+    mag = f.op(f"and {ity} {b}, {sign - 1}")
+    is_zero = f.op(f"icmp eq {ity} {mag}, 0")
+    up = f.op(f"select i1 {neg}, {ity} {f.op(f'sub {ity} {b}, 1')}, {ity} {f.op(f'add {ity} {b}, 1')}")
+    up = f.op(f"select i1 {is_zero}, {ity} 1, {ity} {up}")
+    down = f.op(f"select i1 {neg}, {ity} {f.op(f'add {ity} {b}, 1')}, {ity} {f.op(f'sub {ity} {b}, 1')}")
+    down = f.op(f"select i1 {is_zero}, {ity} {-(sign - 1)}, {ity} {down}")
+    if mode == "upward":
+        wrong = f.op(f"fcmp olt {xty} {back}, {x}")
+        nb = f.op(f"select i1 {wrong}, {ity} {up}, {ity} {b}")
+    elif mode == "downward":
+        wrong = f.op(f"fcmp ogt {xty} {back}, {x}")
+        nb = f.op(f"select i1 {wrong}, {ity} {down}, {ity} {b}")
+    else:
+        ab = em.call(f"llvm.fabs.{'f64' if xty == 'double' else 'f32'}", xty, [(xty, back)])
+        ax = em.call(f"llvm.fabs.{'f64' if xty == 'double' else 'f32'}", xty, [(xty, x)])
+        wrong = f.op(f"fcmp ogt {xty} {ab}, {ax}")
+        nb = f.op(f"select i1 {wrong}, {ity} {f.op(f'sub {ity} {b}, 1')}, {ity} {b}")
+    return f.op(f"bitcast {ity} {nb} to {rty}")
 
 
 def convert_float(em, ins, v, st, dt, rnd):
@@ -42,18 +76,17 @@ def convert_float(em, ins, v, st, dt, rnd):
             unsupported(ins)
         return v if st == dt else f.op(f"fpext {sty} {v} to {dty}")
     if dt == "bf16":
-        if mode is not None:
-            unsupported(ins, f"cvt.{rnd}.bf16.{st}")
+        x, xty = v, sty
         if st == "f64":
-            v = call_strict(em, "fptrunc", "float", [("double", v)], "towardzero", "f32.f64") \
-                if False else f.op(f"fptrunc double {v} to float")
-        if st == "f16":
+            v = _f64_to_f32_odd(em, v)
+        elif st == "f16":
             v = f.op(f"fpext half {v} to float")
-        return f32_to_bf16(em, v)
-    if dt == "f16" and st == "f64":
-        if mode is not None:
-            unsupported(ins, f"cvt.{rnd}.f16.f64")
-        return _f64_to_f16(em, v)
+            x, xty = v, "float"
+        r = f32_to_bf16(em, v)
+        return r if mode is None else directed_from_nearest(em, x, xty, r, "bfloat", mode)
+    if dt == "f16":
+        r = _f64_to_f16(em, v) if st == "f64" else f.op(f"fptrunc {sty} {v} to half")
+        return r if mode is None else directed_from_nearest(em, v, sty, r, "half", mode)
     if mode is None:
         return f.op(f"fptrunc {sty} {v} to {dty}")
     return call_strict(em, "fptrunc", dty, [(sty, v)], mode, f"{_suffix(dty)}.{_suffix(sty)}")
@@ -130,18 +163,18 @@ def op_cvt(em, ins):
         mode = ROUNDING.get(rnd) if rnd in ROUNDING else None
         if rnd in IRND:
             semantic(ins, f".{rnd} on an integer-to-float cvt")
-        if dt == "bf16":
-            if mode is not None:
-                unsupported(ins)
-            r = f32_to_bf16(em, f.op(f"{k} {sty} {v} to float"))
-        elif mode is None:
+        if dt in ("bf16", "f16"):
+            # through f64 (exact for <= 53-bit values; wider ones overflow these formats anyway)
+            xd = f.op(f"{k} {sty} {v} to double")
             if dt == "f16":
-                r = f.op(f"fptrunc float {f.op(f'{k} {sty} {v} to float')} to half")
+                r = _f64_to_f16(em, xd)
             else:
-                r = f.op(f"{k} {sty} {v} to {dty}")
+                r = f32_to_bf16(em, _f64_to_f32_odd(em, xd))
+            if mode is not None:
+                r = directed_from_nearest(em, xd, "double", r, dty, mode)
+        elif mode is None:
+            r = f.op(f"{k} {sty} {v} to {dty}")
         else:
-            if dt == "f16":
-                unsupported(ins)
             r = call_strict(em, k, dty, [(sty, v)], mode, f"{_suffix(dty)}.{sty}")
         if "ftz" in mods:
             r = ftz(em, r, dt)

@@ -38,12 +38,12 @@ def strict_helper(em, op, retty, argtys, mode, overload):
     intr = f"llvm.experimental.constrained.{op}.{overload}"
     mdecl = ", metadata" if has_round else ""
     em.m.declare(f"declare {retty} @{intr}({', '.join(argtys)}{mdecl}, metadata)")
-    em.m.declare("declare void @llvm.set_rounding(i32)")
+    em.m.declare("declare void @llvm.set.rounding(i32)")
     em.m.add_helper("#strict-attrs", STRICT_ATTRS)
     em.m.add_helper(name, f"""define internal {retty} @"{name}"({args}) #90 {{
-  call void @llvm.set_rounding(i32 {SET_ROUNDING[mode]}) #91
+  call void @llvm.set.rounding(i32 {SET_ROUNDING[mode]}) #91
   %r = call {retty} @{intr}({cargs}{meta}) #91
-  call void @llvm.set_rounding(i32 1) #91
+  call void @llvm.set.rounding(i32 1) #91
   ret {retty} %r
 }}""")
     return f'@"{name}"'
