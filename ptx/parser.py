@@ -9,6 +9,7 @@ Conventions the code generators can rely on:
   a function, a label, a call prototype) is a `SymbolExpr`.
 - `.file`, `.loc`, `.section` blocks, `@@DWARF` lines and module-level `.pragma` are dropped.
 - `.calltargets` lists are returned as `BranchTargets` (same shape).
+- The predefined constant `WARP_SZ` becomes `Imm(32)`.
 Every failure is a `PTXError` subclass carrying line and column; nothing else escapes `parse`.
 """
 
@@ -657,6 +658,8 @@ class Parser:
         pos = ast.Pos(t[3], t[4])
         if name == "_":
             return ast.Sink(pos)
+        if name == "WARP_SZ":
+            return ast.Imm(32, pos)
         if self.is_reg_name(name):
             return ast.Reg(name, pos)
         if "." in name:
