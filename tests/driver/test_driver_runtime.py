@@ -1,0 +1,227 @@
+"""Runtime objects through the real libcuda.so.1 from Python (ctypes), each scenario in a fresh process:
+backend choice, ZLUDA_CC, UUID stability, kernel traps as sticky errors, per-thread streams across threads,
+stream ordering under concurrency, and that streams cost no threads of their own."""
+
+import os
+import re
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+CUDA_H = "/usr/local/cuda/include/cuda.h"
+
+PRELUDE = """
+import ctypes, sys, threading, time
+lib = ctypes.CDLL(sys.argv[1] + "/libcuda.so.1")
+P = ctypes.byref
+def ok(r, what=""):
+    assert r == 0, f"{what} -> {r}"
+def primary():
+    ok(lib.cuInit(0), "cuInit")
+    ctx = ctypes.c_void_p()
+    ok(lib.cuDevicePrimaryCtxRetain(P(ctx), 0))
+    ok(lib.cuCtxSetCurrent(ctx))
+    return ctx
+"""
+
+
+def run_py(shim_libdir, code, **env_extra):
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH" and not k.startswith("ZLUDA_")}
+    env.update(env_extra)
+    src = PRELUDE + textwrap.dedent(code)
+    return subprocess.run([sys.executable, "-c", src, shim_libdir], env=env, capture_output=True, text=True,
+                          timeout=120)
+
+
+def check(r):
+    assert r.returncode == 0, r.stdout + r.stderr
+    return r.stdout
+
+
+def test_backend_hip_unavailable_is_no_device_with_reason(shim_libdir):
+    r = run_py(shim_libdir, """
+        n = ctypes.c_int()
+        print(lib.cuInit(0), lib.cuInit(0), lib.cuDeviceGetCount(P(n)))
+    """, ZLUDA_BACKEND="hip", ZLUDA_LOG="1")
+    assert check(r).split() == ["100", "100", "3"]     # NO_DEVICE twice, then NOT_INITIALIZED
+    assert "ZLUDA_BACKEND=hip" in r.stderr and "HIP backend" in r.stderr
+
+
+def test_backend_choices(shim_libdir):
+    code = "print(lib.cuInit(0))"
+    assert check(run_py(shim_libdir, code, ZLUDA_BACKEND="cpu")).strip() == "0"
+    assert check(run_py(shim_libdir, code, ZLUDA_BACKEND="auto")).strip() == "0"
+    r = run_py(shim_libdir, code, ZLUDA_BACKEND="gpu-please", ZLUDA_LOG="1")
+    assert check(r).strip() == "100" and "choose one of" in r.stderr
+
+
+def test_compute_capability_from_zluda_cc(shim_libdir):
+    code = """
+        lib.cuInit(0)
+        a, b = ctypes.c_int(), ctypes.c_int()
+        lib.cuDeviceGetAttribute(P(a), 75, 0); lib.cuDeviceGetAttribute(P(b), 76, 0)
+        print(a.value, b.value)
+    """
+    assert check(run_py(shim_libdir, code, ZLUDA_CC="7.5")).split() == ["7", "5"]
+    assert check(run_py(shim_libdir, code, ZLUDA_CC="9.0")).split() == ["9", "0"]
+    assert check(run_py(shim_libdir, code, ZLUDA_CC="banana")).split() == ["8", "6"]
+    assert check(run_py(shim_libdir, code)).split() == ["8", "6"]
+
+
+def test_uuid_is_stable_and_v1_equals_v2(shim_libdir):
+    code = """
+        lib.cuInit(0)
+        u1, u2 = ctypes.create_string_buffer(16), ctypes.create_string_buffer(16)
+        ok(lib.cuDeviceGetUuid(u1, 0)); ok(lib.cuDeviceGetUuid_v2(u2, 0))
+        assert u1.raw == u2.raw
+        print(u1.raw.hex())
+    """
+    first, second = check(run_py(shim_libdir, code)).strip(), check(run_py(shim_libdir, code)).strip()
+    assert first == second and len(first) == 32 and first != "0" * 32
+
+
+@pytest.mark.skipif(not os.path.isfile(CUDA_H), reason="cuda.h not installed")
+def test_device_attribute_numbers_match_cuda_h():
+    from zluda_py.backends.cpu.device_attributes import ATTRIBUTE, cpu_attributes
+    text = open(CUDA_H).read()
+    body = re.search(r"typedef enum CUdevice_attribute_enum \{(.*?)\} CUdevice_attribute;", text, re.S).group(1)
+    declared = {n[len("CU_DEVICE_ATTRIBUTE_"):]: int(v)
+                for n, v in re.findall(r"(CU_DEVICE_ATTRIBUTE_\w+)\s*=\s*(\d+)", body)}
+    declared.pop("MAX", None)
+    assert ATTRIBUTE == declared
+    values = cpu_attributes((8, 6), 4, 3_000_000, 1 << 20, (0, 0, 0))
+    assert set(values) == set(declared.values())
+
+
+TRAP_PTX = r"""
+.version 7.0
+.target sm_80
+.address_size 64
+.visible .entry trapper(.param .u32 doit)
+{
+  .reg .u32 %r<2>;
+  .reg .pred %p;
+  ld.param.u32 %r1, [doit];
+  setp.ne.u32 %p, %r1, 0;
+  @%p trap;
+  ret;
+}
+"""
+
+
+def test_kernel_trap_becomes_sticky_launch_failed(shim_libdir):
+    r = run_py(shim_libdir, f"""
+        PTX = {TRAP_PTX!r}.encode()
+        ctx = primary()
+        mod, fn = ctypes.c_void_p(), ctypes.c_void_p()
+        ok(lib.cuModuleLoadData(P(mod), PTX), "load")
+        ok(lib.cuModuleGetFunction(P(fn), mod, b"trapper"), "get")
+        def launch(doit, stream=None):
+            val = ctypes.c_uint32(doit)
+            params = (ctypes.c_void_p * 1)(ctypes.addressof(val))
+            return lib.cuLaunchKernel(fn, 2, 1, 1, 32, 1, 1, 0, stream, params, None)
+        s = ctypes.c_void_p()
+        ok(lib.cuStreamCreate(P(s), 0))
+        ok(launch(0, s)); ok(lib.cuStreamSynchronize(s), "harmless kernel")
+        seen = []
+        CB = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p)
+        cb = CB(lambda st, status, u: seen.append(status))
+        gate = threading.Event()
+        HF = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+        hold = HF(lambda u: gate.wait())
+        ok(lib.cuLaunchHostFunc(s, hold, None))      # the trap runs only after the callback is queued
+        ok(launch(1, s))
+        ok(lib.cuStreamAddCallback(s, cb, None, 0))
+        gate.set()
+        d = ctypes.c_uint64()
+        results = [lib.cuStreamSynchronize(s), lib.cuCtxSynchronize(), lib.cuMemAlloc_v2(P(d), 16),
+                   lib.cuStreamQuery(s), launch(0, s)]
+        print(results, seen)
+        ok(lib.cuDevicePrimaryCtxReset_v2(0), "reset")
+        ok(lib.cuDevicePrimaryCtxRetain(P(ctx), 0))
+        ok(lib.cuCtxSetCurrent(ctx))
+        print(lib.cuMemAlloc_v2(P(d), 16), lib.cuCtxSynchronize())
+    """)
+    lines = check(r).splitlines()
+    assert lines[0] == "[719, 719, 719, 719, 719] [719]"     # CUDA_ERROR_LAUNCH_FAILED everywhere
+    assert lines[1] == "0 0"
+
+
+def test_threads_have_their_own_per_thread_streams(shim_libdir):
+    r = run_py(shim_libdir, """
+        ctx = primary()
+        import zluda_py.driver.context as cm
+        import zluda_py.driver.stream as sm
+        N, WORDS = 8, 4096
+        bufs = []
+        for i in range(N):
+            d = ctypes.c_uint64(); ok(lib.cuMemAlloc_v2(P(d), WORDS * 4)); bufs.append(d.value)
+        errors = []
+        def worker(i):
+            try:
+                ok(lib.cuCtxSetCurrent(ctx))
+                for rep in range(20):
+                    ok(lib.cuMemsetD32Async_ptsz(ctypes.c_uint64(bufs[i]), (i << 16) | rep, WORDS, None))
+                host = (ctypes.c_uint32 * WORDS)()
+                ok(lib.cuMemcpyDtoHAsync_v2_ptsz(host, ctypes.c_uint64(bufs[i]), WORDS * 4, None))
+                ok(lib.cuStreamSynchronize_ptsz(None))
+                assert set(host) == {(i << 16) | 19}, set(host)
+            except Exception as e:
+                errors.append(repr(e))
+        threads = [threading.Thread(target=worker, args=(i,)) for i in range(N)]
+        [t.start() for t in threads]; [t.join() for t in threads]
+        assert not errors, errors
+        import gc; gc.collect()
+        c = cm.current_context()
+        print(len(c.per_thread_streams))
+    """)
+    assert check(r).strip() == "0"      # the streams of finished threads left the context
+
+
+def test_streams_keep_order_under_concurrency_and_cost_no_threads(shim_libdir):
+    r = run_py(shim_libdir, """
+        primary()
+        log = {}
+        lock = threading.Lock()
+        HF = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+        def record(u):
+            with lock:
+                log.setdefault((u >> 16) - 1, []).append(u & 0xFFFF)   # u is never 0: ctypes gives None
+        hf = HF(record)
+        base_threads = threading.active_count()
+        streams = []
+        for i in range(16):
+            s = ctypes.c_void_p(); ok(lib.cuStreamCreate(P(s), 1)); streams.append(s)
+        for k in range(50):
+            for i, s in enumerate(streams):
+                ok(lib.cuLaunchHostFunc(s, hf, ctypes.c_void_p(((i + 1) << 16) | k)))
+        ok(lib.cuCtxSynchronize())
+        assert sorted(log) == list(range(16)) and all(v == list(range(50)) for v in log.values()), log
+        peak = threading.active_count()
+        for s in streams:
+            ok(lib.cuStreamDestroy_v2(s))
+        for _ in range(2000):
+            s = ctypes.c_void_p(); ok(lib.cuStreamCreate(P(s), 0)); ok(lib.cuStreamDestroy_v2(s))
+        print(base_threads, peak, threading.active_count())
+    """)
+    base, peak, after = map(int, check(r).split())
+    assert peak - base <= 17 and after <= peak
+
+
+def test_destroyed_stream_finishes_its_work(shim_libdir):
+    r = run_py(shim_libdir, """
+        primary()
+        HF = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+        done = []
+        hf = HF(lambda u: (time.sleep(0.05), done.append(u)))
+        s = ctypes.c_void_p(); ok(lib.cuStreamCreate(P(s), 0))
+        ok(lib.cuLaunchHostFunc(s, hf, ctypes.c_void_p(7)))
+        ok(lib.cuStreamDestroy_v2(s))          # returns at once, like CUDA; the work still runs
+        print(len(done), lib.cuStreamQuery(s))
+        ok(lib.cuCtxSynchronize())
+        time.sleep(0.2)
+        print(done)
+    """)
+    assert check(r).splitlines() == ["0 400", "[7]"]
