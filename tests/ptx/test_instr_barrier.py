@@ -1,0 +1,187 @@
+"""Block barriers: bar.sync / barrier.sync inside loops (tree reduction), bar.red.popc/and/or, named
+barriers with bar.arrive (producer/consumer), and threads that exit before a barrier releasing it."""
+
+import numpy as np
+import pytest
+
+import ptxkit as K
+from ptxkit import rng  # noqa: F401  (fixture)
+
+KS = K.KernelSet()
+
+REDUCE = """
+.visible .entry {name}(.param .u64 src, .param .u64 dst)
+{{
+.reg .u32 %t, %nt, %c, %g, %s, %v, %w;
+.reg .u64 %p, %off, %a, %b;
+.reg .pred %active, %more, %zero;
+.shared .align 4 .u32 buf[1024];
+mov.u32 %t, %tid.x; mov.u32 %nt, %ntid.x; mov.u32 %c, %ctaid.x;
+mad.lo.u32 %g, %c, %nt, %t;
+ld.param.u64 %p, [src]; cvta.to.global.u64 %p, %p;
+mul.wide.u32 %off, %g, 4; add.u64 %p, %p, %off;
+ld.global.u32 %v, [%p];
+mov.u64 %a, buf;
+mul.wide.u32 %off, %t, 4; add.u64 %a, %a, %off;
+st.shared.u32 [%a], %v;
+{bar};
+shr.u32 %s, %nt, 1;
+$LOOP:
+setp.lt.u32 %active, %t, %s;
+@!%active bra $SKIP;
+mov.u64 %b, buf;
+add.u32 %w, %t, %s;
+mul.wide.u32 %off, %w, 4; add.u64 %b, %b, %off;
+ld.shared.u32 %w, [%b];
+ld.shared.u32 %v, [%a];
+add.u32 %v, %v, %w;
+st.shared.u32 [%a], %v;
+$SKIP:
+{bar};
+shr.u32 %s, %s, 1;
+setp.ne.u32 %more, %s, 0;
+@%more bra $LOOP;
+setp.eq.u32 %zero, %t, 0;
+@!%zero bra $END;
+ld.shared.u32 %v, [buf];
+ld.param.u64 %p, [dst]; cvta.to.global.u64 %p, %p;
+mul.wide.u32 %off, %c, 4; add.u64 %p, %p, %off;
+st.global.u32 [%p], %v;
+$END:
+ret;
+}}
+"""
+BARS = {"bar_sync": "bar.sync 0", "barrier_sync": "barrier.sync 0", "barrier_sync_aligned": "barrier.sync.aligned 0",
+        "bar_sync_count": "bar.sync 0, %nt", "bar_cta_sync": "bar.cta.sync 0"}
+for nm, bar in BARS.items():
+    KS.add(f"reduce_{nm}", REDUCE.format(name=f"reduce_{nm}", bar=bar))
+
+
+@pytest.mark.parametrize("block", [32, 256, 1024])
+@pytest.mark.parametrize("bar", sorted(BARS))
+def test_tree_reduction(bar, block, rng):
+    blocks = 5
+    src = rng.integers(0, 1 << 20, blocks * block).astype(np.uint32)
+    dst = K.poison((blocks,), np.uint32, rng)
+    K.launch(KS.kernel(f"reduce_{bar}"), blocks, block, [src, dst])
+    K.check_equal(dst, src.reshape(blocks, block).sum(axis=1).astype(np.uint32), [], f"{bar} reduction")
+
+
+KS.add("bar_red", K.elementwise("bar_red", """
+bar.red.popc.u32 %d, 0, %a;
+bar.red.and.pred %pa, 1, %a;
+bar.red.or.pred %po, 2, !%a;
+selp.u32 %q, 1, 0, %pa;
+selp.u32 %t, 2, 0, %po;
+or.b32 %q, %q, %t;
+""", [("a", "pred")], [("d", "u32"), ("q", "u32")], temps=[("pa", "pred"), ("po", "pred"), ("t", "u32")]))
+
+
+def test_bar_red(rng):
+    block, blocks = 192, 6
+    n = block * blocks
+    density = np.repeat([0.0, 1.0, 0.5, 0.01, 0.99, 0.3], block)
+    a = (rng.random(n) < density).astype(np.uint8)
+    d, q = K.run_elementwise(KS, "bar_red", [a], ["u32", "u32"], rng, block=block)
+    per = a.reshape(blocks, block)
+    popc = per.sum(axis=1)
+    alls = per.all(axis=1).astype(np.uint32)
+    any_not = (~per.astype(bool)).any(axis=1).astype(np.uint32)
+    K.check_equal(d, np.repeat(popc, block).astype(np.uint32), [a], "bar.red.popc")
+    K.check_equal(q, np.repeat(alls | (any_not << 1), block).astype(np.uint32), [a], "bar.red.and/or")
+
+
+KS.add("producer_consumer", """
+.visible .entry producer_consumer(.param .u64 src, .param .u64 dst)
+{
+.reg .u32 %t, %v, %r;
+.reg .u64 %p, %off, %s;
+.reg .pred %producer;
+.shared .align 4 .u32 box[64];
+mov.u32 %t, %tid.x;
+setp.lt.u32 %producer, %t, 64;
+@!%producer bra $CONSUME;
+ld.param.u64 %p, [src]; cvta.to.global.u64 %p, %p;
+mul.wide.u32 %off, %t, 4; add.u64 %p, %p, %off;
+ld.global.u32 %v, [%p];
+mul.lo.u32 %v, %v, 3;
+mov.u64 %s, box; add.u64 %s, %s, %off;
+st.shared.u32 [%s], %v;
+bar.arrive 1, 128;
+bra.uni $END;
+$CONSUME:
+bar.sync 1, 128;
+sub.u32 %r, %t, 64;
+xor.b32 %r, %r, 63;
+mul.wide.u32 %off, %r, 4;
+mov.u64 %s, box; add.u64 %s, %s, %off;
+ld.shared.u32 %v, [%s];
+sub.u32 %r, %t, 64;
+mul.wide.u32 %off, %r, 4;
+ld.param.u64 %p, [dst]; cvta.to.global.u64 %p, %p;
+add.u64 %p, %p, %off;
+st.global.u32 [%p], %v;
+$END:
+ret;
+}
+""")
+
+
+def test_named_barrier_arrive_then_sync(rng):
+    """Warps 0-1 produce and bar.arrive on barrier 1; warps 2-3 bar.sync on it and consume."""
+    src = K.rand_ints(rng, "u32", 64)
+    dst = K.poison((64,), np.uint32, rng)
+    K.launch(KS.kernel("producer_consumer"), 1, 128, [src, dst])
+    want = (src.astype(np.uint64) * 3 & 0xFFFFFFFF).astype(np.uint32)[np.arange(64) ^ 63]
+    K.check_equal(dst, want, [src], "consumer view")
+
+
+KS.add("exit_before_barrier", """
+.visible .entry exit_before_barrier(.param .u64 src, .param .u64 dst, .param .u32 live)
+{
+.reg .u32 %t, %v, %r, %nlive;
+.reg .u64 %p, %off, %s;
+.reg .pred %gone, %again;
+.reg .u32 %round;
+.shared .align 4 .u32 sbuf[256];
+mov.u32 %t, %tid.x;
+ld.param.u32 %nlive, [live];
+setp.ge.u32 %gone, %t, %nlive;
+@%gone exit;
+ld.param.u64 %p, [src]; cvta.to.global.u64 %p, %p;
+mul.wide.u32 %off, %t, 4; add.u64 %p, %p, %off;
+ld.global.u32 %v, [%p];
+mov.u32 %round, 0;
+$ROUND:
+mov.u64 %s, sbuf; mul.wide.u32 %off, %t, 4; add.u64 %s, %s, %off;
+st.shared.u32 [%s], %v;
+bar.sync 0;
+add.u32 %r, %t, 1;
+rem.u32 %r, %r, %nlive;
+mov.u64 %s, sbuf; mul.wide.u32 %off, %r, 4; add.u64 %s, %s, %off;
+ld.shared.u32 %r, [%s];
+bar.sync 0;
+add.u32 %v, %v, %r;
+add.u32 %round, %round, 1;
+setp.lt.u32 %again, %round, 3;
+@%again bra $ROUND;
+ld.param.u64 %p, [dst]; cvta.to.global.u64 %p, %p;
+mul.wide.u32 %off, %t, 4; add.u64 %p, %p, %off;
+st.global.u32 [%p], %v;
+ret;
+}
+""")
+
+
+@pytest.mark.parametrize("live", [1, 40, 64, 200])
+def test_exit_releases_barrier(live, rng):
+    """Threads >= live exit at once; the others keep meeting at bar.sync (three rounds)."""
+    src = rng.integers(0, 1 << 16, 256).astype(np.uint32)
+    dst = K.poison((256,), np.uint32, rng)
+    before = dst.copy()
+    K.launch(KS.kernel("exit_before_barrier"), 1, 256, [src, dst, live])
+    v = src[:live].astype(np.uint64)
+    for _ in range(3):
+        v = v + np.roll(v, -1)
+    K.check_equal(dst[:live], (v & 0xFFFFFFFF).astype(np.uint32), [src], "live threads")
+    K.check_equal(dst[live:], before[live:], [], "exited threads wrote nothing")

@@ -1,0 +1,228 @@
+"""cvt between every integer and float type: int<->int (wrap, sign/zero extension, .sat), int->float with
+.rn/.rz/.rm/.rp, float->int with .rni/.rzi/.rmi/.rpi (saturating, NaN -> 0, .ftz), float<->float narrowing
+and widening, same-type rounding to integral, .relu, and f16x2/bf16x2 packing."""
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+import ptxkit as K
+from ptxkit import rng  # noqa: F401  (fixture)
+
+N = 512
+KS = K.KernelSet()
+CASES = {}  # name -> (dst, src, rounding, ftz, sat, relu)
+
+INTS = ["u8", "s8", "u16", "s16", "u32", "s32", "u64", "s64"]
+FLOATS = ["f16", "f32", "f64"]
+IRND = ["rni", "rzi", "rmi", "rpi"]
+FRND = ["rn", "rz", "rm", "rp"]
+
+
+def _bits(tn):
+    return K.TYPES[tn].bits
+
+
+def _range(tn):
+    b = _bits(tn)
+    return (-(1 << (b - 1)), (1 << (b - 1)) - 1) if tn[0] == "s" else (0, (1 << b) - 1)
+
+
+def _src_reg(src):
+    # 8-bit sources live in 16-bit registers with a garbage high byte: cvt must read the low 8 bits only
+    return "b16" if src in ("u8", "s8") else src
+
+
+def add_case(dst, src, rnd="", ftz=False, sat=False, relu=False):
+    mods = "".join(f".{m}" for m in (rnd, "ftz" if ftz else "", "sat" if sat else "", "relu" if relu else "") if m)
+    name = K.kname("cvt", rnd, "ftz" if ftz else "", "sat" if sat else "", "relu" if relu else "", dst, src)
+    KS.add(name, K.elementwise(name, f"cvt{mods}.{dst}.{src} %d, %a;", [("a", _src_reg(src))], [("d", dst)]))
+    CASES[name] = (dst, src, rnd, ftz, sat, relu)
+
+
+for dst in INTS:
+    for src in INTS:
+        if dst == src:
+            continue
+        add_case(dst, src)
+        lo_d, hi_d = _range(dst)
+        lo_s, hi_s = _range(src)
+        if lo_s < lo_d or hi_s > hi_d:
+            add_case(dst, src, sat=True)
+for dst in FLOATS:
+    for src in INTS:
+        for r in FRND:
+            add_case(dst, src, r)
+for dst in INTS:
+    for src in FLOATS:
+        for r in IRND:
+            add_case(dst, src, r)
+            if src == "f32":
+                add_case(dst, src, r, ftz=True)
+for r in FRND:
+    add_case("f32", "f64", r)
+    add_case("f32", "f64", r, ftz=True)
+    add_case("f16", "f32", r)
+    add_case("f16", "f64", r)
+add_case("f32", "f64", "rn", sat=True)
+add_case("f16", "f32", "rn", relu=True)
+add_case("bf16", "f32", "rn")
+add_case("bf16", "f32", "rz")
+add_case("bf16", "f32", "rn", relu=True)
+add_case("f32", "f16")
+add_case("f64", "f16")
+add_case("f64", "f32")
+add_case("f64", "f32", ftz=True)
+add_case("f32", "bf16")
+for tn in ("f32", "f64"):
+    for r in IRND:
+        add_case(tn, tn, r)
+        if tn == "f32":
+            add_case(tn, tn, r, ftz=True)
+add_case("f32", "f32", ftz=True)  # cvt.ftz.f32.f32: flushes only
+add_case("f32", "f32", sat=True)  # cvt.sat.f32.f32: clamps to [0, 1]
+
+
+# ---------------------------------------------------------------- inputs
+
+def _float_inputs(rng, src, dst):
+    """Ordinary values, exact ties k+0.5, values spread over (and past) the destination's range,
+    and the specials (NaN, inf, denormals, ±0)."""
+    n = N
+    x = K.bits_to_float(K.rand_float_bits(rng, src, n), src)
+    if dst in INTS:
+        lo, hi = _range(dst)
+        span = rng.uniform(lo * 1.5 - 8, hi * 1.5 + 8, n)
+        ties = rng.integers(-300, 300, n) + 0.5
+        pick = rng.random(n)
+        x = np.where(pick < 0.3, span, np.where(pick < 0.45, ties, x))
+        extra = [lo, hi, lo - 1.0, hi + 1.0, hi + 0.5, lo - 0.5, -0.5, 0.5, 1.5, 2.5, -1.5, -2.5,
+                 0.49999997, -0.9999, 2.0 ** 63, -2.0 ** 63, 2.0 ** 64, 2.0 ** 32, 2.0 ** 31, -2.0 ** 31]
+        x[len(K.float_specials_bits(src)) * 2:][:len(extra)] = extra
+    # make every value representable in the source format (e.g. f16 storage)
+    return K.float_to_bits(x, src)
+
+
+def _int_inputs(rng, src, dst):
+    x = K.rand_ints(rng, src, N)
+    if dst in FLOATS:
+        # around the destination's precision limit, where rounding direction matters
+        p = K.FORMATS[dst][0]
+        near = [(1 << p) + k for k in range(-3, 8)] + [(1 << (p + 1)) + k for k in (1, 2, 3, 5)]
+        near += [-v for v in near] if src[0] == "s" else []
+        near = [v for v in near if _range(src)[0] <= v <= _range(src)[1]]
+        x[-len(near):] = np.array(near).astype(x.dtype) if near else x[-len(near):]
+    if src in ("u8", "s8"):
+        junk = rng.integers(0, 256, N).astype(np.uint16) << np.uint16(8)
+        return x.view(np.uint8).astype(np.uint16) | junk
+    return x
+
+
+# ---------------------------------------------------------------- references
+
+def _int_of(v, src):
+    """The source register's value as a Python int (8-bit sources: the low byte)."""
+    if src in ("u8", "s8"):
+        v &= 0xFF
+        return v - 256 if (src == "s8" and v >= 128) else v
+    return int(v)
+
+
+def _wrap(v, dst):
+    b = _bits(dst)
+    v &= (1 << b) - 1
+    return v - (1 << b) if (dst[0] == "s" and v >> (b - 1)) else v
+
+
+def _round_int(v, rnd):
+    if rnd == "rni":
+        return round(Fraction(v))  # half to even
+    if rnd == "rzi":
+        return math.trunc(v)
+    if rnd == "rmi":
+        return math.floor(v)
+    return math.ceil(v)
+
+
+def ref(case, v):
+    dst, src, rnd, ftz, sat, relu = case
+    if src in INTS and dst in INTS:
+        x = _int_of(v, src)
+        if sat:
+            lo, hi = _range(dst)
+            return min(max(x, lo), hi)
+        return _wrap(x, dst)
+    if src in INTS:  # -> float
+        return K.round_fraction(Fraction(_int_of(v, src)), dst, rnd)
+    if ftz and K.is_subnormal([v], src)[0]:
+        v = math.copysign(0.0, v)
+    if dst in INTS:  # float -> int saturates; NaN -> 0
+        if math.isnan(v):
+            return 0
+        lo, hi = _range(dst)
+        if math.isinf(v):
+            return hi if v > 0 else lo
+        return min(max(_round_int(v, rnd), lo), hi)
+    # float -> float
+    if math.isnan(v):
+        return math.nan
+    if rnd in IRND:
+        r = v if math.isinf(v) or v == 0 else float(_round_int(v, rnd))
+        r = math.copysign(r, v) if r == 0 else r   # integral rounding keeps the sign of zero
+    elif math.isinf(v) or v == 0:
+        r = v
+    else:
+        r = K.round_fraction(Fraction(v), dst, rnd or "rn")
+    if ftz and dst == "f32" and K.is_subnormal([r], "f32")[0]:
+        r = math.copysign(0.0, r)
+    if sat:
+        r = 0.0 if (math.isnan(r) or r <= 0) else min(r, 1.0)
+    if relu and not math.isnan(r) and r < 0:
+        r = 0.0
+    return r
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_cvt(name, rng):
+    case = CASES[name]
+    dst, src = case[0], case[1]
+    if src in FLOATS or src == "bf16":
+        x = _float_inputs(rng, src, dst)
+        vals = K.bits_to_float(x, src).tolist()
+        if src in ("f32", "f64"):
+            x = x.view(K.TYPES[src].np)
+    else:
+        x = _int_inputs(rng, src, dst)
+        vals = [int(v) for v in x.tolist()]
+    (got,) = K.run_elementwise(KS, name, [x], [dst], rng)
+    want = [ref(case, v) for v in vals]
+    if dst in INTS:
+        K.check_equal(got, K.wrap(want, dst), [x], name)
+    else:
+        K.check_float(got, K.float_to_bits(want, dst), dst, [x], name)
+
+
+# ---------------------------------------------------------------- packing conversions
+
+PACK = {}
+for dst, r in [("f16x2", "rn"), ("bf16x2", "rn"), ("f16x2", "rz"), ("bf16x2", "rz")]:
+    name = K.kname("cvt_pack", r, dst)
+    KS.add(name, K.elementwise(name, f"cvt.{r}.{dst}.f32 %d, %a, %b;", [("a", "f32"), ("b", "f32")],
+                               [("d", dst)]))
+    PACK[name] = (dst[:-2], r)
+
+
+@pytest.mark.parametrize("name", sorted(PACK))
+def test_cvt_pack(name, rng):
+    """cvt.rn.f16x2.f32 d, a, b puts cvt(a) in the upper half and cvt(b) in the lower half."""
+    half, r = PACK[name]
+    a, b = (K.bits_to_float(K.rand_float_bits(rng, "f32", N), "f32").astype(np.float32) for _ in range(2))
+    (got,) = K.run_elementwise(KS, name, [a, b], [half + "x2"], rng)
+    hi = K.float_to_bits([K.round_fraction(Fraction(v), half, r) if math.isfinite(v) and v != 0 else v
+                          for v in a.astype(np.float64).tolist()], half)
+    lo = K.float_to_bits([K.round_fraction(Fraction(v), half, r) if math.isfinite(v) and v != 0 else v
+                          for v in b.astype(np.float64).tolist()], half)
+    K.check_float(got >> np.uint32(16), hi, half, [a, b], name + " upper")
+    K.check_float(got & np.uint32(0xFFFF), lo, half, [a, b], name + " lower")

@@ -1,0 +1,342 @@
+"""Loads and stores in every state space: global (all widths, v2/v4 vectors, offsets, cache hints, .nc,
+ldu), shared (static and dynamic), local, const and module .global variables with initialisers, kernel
+params of each scalar type, generic addressing through cvta."""
+
+import numpy as np
+import pytest
+
+import ptxkit as K
+from ptxkit import rng  # noqa: F401  (fixture)
+
+N = 256
+KS = K.KernelSet()
+
+# ---------------------------------------------------------------- global scalar and vector copies
+
+COPY = {}
+for tn in ("u8", "s8", "u16", "s16", "u32", "s32", "u64", "s64", "f32", "f64", "b16", "b32", "b64"):
+    for hint in ("", ".ca", ".cg", ".cs", ".lu", ".cv", ".nc", ".nc.L1::no_allocate"):
+        if hint and tn not in ("u32", "f64", "u8"):
+            continue
+        name = K.kname("copy", hint, tn)
+        KS.add(name, K.elementwise(name, f"ld.global{hint}.{K.TYPES[tn].mem} %t, [%addr];\n"
+                                   f"mov.{K.TYPES[tn].reg} %d, %t;",
+                                   [("a", tn)], [("d", tn)], temps=[("t", K.TYPES[tn].reg)]))
+        COPY[name] = tn
+name = "copy_ldu_u32"
+KS.add(name, K.elementwise(name, "ldu.global.u32 %d, [%addr];", [("a", "u32")], [("d", "u32")]))
+COPY[name] = "u32"
+for hint in (".wb", ".cg", ".cs", ".wt"):
+    name = K.kname("copy_st", hint, "u32")
+    # store twice: once with the hint, then read it back with a plain load of the same address
+    KS.add(name, K.elementwise(name, f"add.u32 %t, %a, 1;\nst.global{hint}.u32 [%addr], %t;\n"
+                               "ld.global.u32 %d, [%addr];", [("a", "u32")], [("d", "u32")],
+                               temps=[("t", "u32")]))
+    COPY[name] = "u32+1"
+
+
+@pytest.mark.parametrize("name", sorted(COPY))
+def test_global_copy(name, rng):
+    """The elementwise kernel leaves %addr at the input's element; loading it again must give it back."""
+    tn = COPY[name].split("+")[0]
+    a = K.rand_ints(rng, tn, N) if tn[0] in "usb" else K.rand_floats(rng, tn, N)
+    a_before = a.copy()
+    (got,) = K.run_elementwise(KS, name, [a], [tn], rng)
+    if COPY[name].endswith("+1"):
+        want = (a_before + np.uint32(1)).astype(np.uint32)
+        K.check_equal(a, want, [a_before], name + " (stored input)")
+        K.check_equal(got, want, [a_before], name)
+    else:
+        K.check_equal(got.view(np.uint8), a.view(np.uint8), [], name)
+
+
+VEC = {}
+for vec, tn in [("v2", "u32"), ("v4", "u32"), ("v2", "f64"), ("v2", "u64"), ("v4", "f32"), ("v4", "b16"),
+                ("v2", "s16"), ("v4", "u8"), ("v2", "f32")]:
+    k = int(vec[1])
+    ty = K.TYPES[tn]
+    regs = ", ".join(f"%x{j}" for j in range(k))
+    rev = ", ".join(f"%x{j}" for j in reversed(range(k)))
+    body = f"""
+ld.param.u64 %p, [src];
+cvta.to.global.u64 %p, %p;
+mul.wide.u32 %off, %i, {k * ty.size};
+add.u64 %p, %p, %off;
+ld.global.{vec}.{ty.mem} {{{regs}}}, [%p+{k * ty.size * 0}];
+ld.param.u64 %q, [dst];
+cvta.to.global.u64 %q, %q;
+add.u64 %q, %q, %off;
+st.global.{vec}.{ty.mem} [%q], {{{rev}}};
+"""
+    name = K.kname("vec", vec, tn)
+    decl = "\n".join(f".reg .{ty.reg} %x{j};" for j in range(k))
+    KS.add(name, f"""
+.visible .entry {name}(.param .u64 src, .param .u64 dst, .param .u32 n)
+{{
+.reg .u32 %i, %n, %tx, %cx, %nx;
+.reg .u64 %p, %q, %off;
+.reg .pred %oob;
+{decl}
+mov.u32 %tx, %tid.x; mov.u32 %cx, %ctaid.x; mov.u32 %nx, %ntid.x;
+mad.lo.u32 %i, %cx, %nx, %tx;
+ld.param.u32 %n, [n];
+setp.ge.u32 %oob, %i, %n;
+@%oob bra $END;
+{body}
+$END:
+ret;
+}}
+""")
+    VEC[name] = (k, tn)
+
+
+@pytest.mark.parametrize("name", sorted(VEC))
+def test_vector_load_store(name, rng):
+    """ld.v{2,4} then st.v{2,4} with the elements reversed."""
+    k, tn = VEC[name]
+    src = K.rand_ints(rng, tn, N * k) if tn[0] in "usb" else K.rand_floats(rng, tn, N * k)
+    dst = K.poison((N * k,), src.dtype, rng)
+    K.launch(KS.kernel(name), ((N + 63) // 64, 1, 1), (64, 1, 1), [src, dst, N])
+    want = src.reshape(N, k)[:, ::-1].reshape(-1)
+    K.check_equal(dst.view(np.uint8), want.view(np.uint8), [], name)
+
+
+# ---------------------------------------------------------------- offsets and byte-granular stores
+
+KS.add("offsets", K.elementwise("offsets", """
+add.u64 %q, %addr, 8;
+ld.global.u32 %t0, [%q+-4];
+ld.global.u32 %t1, [%addr+8];
+ld.global.u8 %h, [%addr+2];
+cvt.u32.u16 %t2, %h;
+add.u32 %d, %t0, %t1;
+add.u32 %d, %d, %t2;
+""", [("a", "u32")], [("d", "u32")], temps=[("t0", "u32"), ("t1", "u32"), ("t2", "u32"), ("h", "u16"),
+                                             ("q", "u64")]))
+
+
+def test_address_offsets(rng):
+    """[reg+imm] with positive and negative offsets and a byte load inside a word: element i reads
+    a[i+1], a[i+2] and byte 2 of a[i]."""
+    n = N
+    a = K.rand_ints(rng, "u32", n + 2)
+    out = K.poison((n,), np.uint32, rng)
+    K.launch(KS.kernel("offsets"), (n // 64, 1, 1), (64, 1, 1), [a, out, n])
+    want = (a[1:n + 1].astype(np.uint64) + a[2:n + 2].astype(np.uint64)
+            + ((a[:n] >> np.uint32(16)) & np.uint32(0xFF)).astype(np.uint64)) & 0xFFFFFFFF
+    K.check_equal(out, want.astype(np.uint32), [a], "offsets")
+
+
+# ---------------------------------------------------------------- shared memory
+
+KS.add("shared_reverse", """
+.visible .entry shared_reverse(.param .u64 src, .param .u64 dst)
+{
+.reg .u32 %t, %nt, %c, %g, %r, %v;
+.reg .u64 %p, %off, %s;
+.shared .align 8 .b32 sbuf[256];
+mov.u32 %t, %tid.x; mov.u32 %nt, %ntid.x; mov.u32 %c, %ctaid.x;
+mad.lo.u32 %g, %c, %nt, %t;
+ld.param.u64 %p, [src]; cvta.to.global.u64 %p, %p;
+mul.wide.u32 %off, %g, 4; add.u64 %p, %p, %off;
+ld.global.u32 %v, [%p];
+mov.u64 %s, sbuf;
+mul.wide.u32 %off, %t, 4; add.u64 %s, %s, %off;
+st.shared.u32 [%s], %v;
+bar.sync 0;
+sub.u32 %r, %nt, 1; sub.u32 %r, %r, %t;
+mov.u64 %s, sbuf;
+mul.wide.u32 %off, %r, 4; add.u64 %s, %s, %off;
+ld.shared.u32 %v, [%s];
+ld.param.u64 %p, [dst]; cvta.to.global.u64 %p, %p;
+mul.wide.u32 %off, %g, 4; add.u64 %p, %p, %off;
+st.global.u32 [%p], %v;
+ret;
+}
+""")
+
+KS.add("dyn_shared_reverse", """
+.extern .shared .align 16 .b8 dsmem[];
+.visible .entry dyn_shared_reverse(.param .u64 src, .param .u64 dst)
+{
+.reg .u32 %t, %nt, %c, %g, %r, %sz, %v;
+.reg .f64 %x;
+.reg .u64 %p, %off, %s;
+mov.u32 %t, %tid.x; mov.u32 %nt, %ntid.x; mov.u32 %c, %ctaid.x;
+mad.lo.u32 %g, %c, %nt, %t;
+ld.param.u64 %p, [src]; cvta.to.global.u64 %p, %p;
+mul.wide.u32 %off, %g, 8; add.u64 %p, %p, %off;
+ld.global.f64 %x, [%p];
+mov.u64 %s, dsmem;
+mul.wide.u32 %off, %t, 8; add.u64 %s, %s, %off;
+st.shared.f64 [%s], %x;
+bar.sync 0;
+sub.u32 %r, %nt, 1; sub.u32 %r, %r, %t;
+mov.u64 %s, dsmem;
+mul.wide.u32 %off, %r, 8; add.u64 %s, %s, %off;
+ld.shared.f64 %x, [%s];
+ld.param.u64 %p, [dst]; cvta.to.global.u64 %p, %p;
+mul.wide.u32 %off, %g, 8; add.u64 %p, %p, %off;
+st.global.f64 [%p], %x;
+ret;
+}
+""")
+
+
+def test_static_shared(rng):
+    src = K.rand_ints(rng, "u32", 4 * 256)
+    dst = K.poison((4 * 256,), np.uint32, rng)
+    K.launch(KS.kernel("shared_reverse"), 4, 256, [src, dst])
+    K.check_equal(dst, src.reshape(4, 256)[:, ::-1].reshape(-1), [src], "shared reverse")
+
+
+def test_dynamic_shared(rng):
+    src = K.rand_floats(rng, "f64", 3 * 96)
+    dst = K.poison((3 * 96,), np.float64, rng)
+    K.launch(KS.kernel("dyn_shared_reverse"), 3, 96, [src, dst], shared_bytes=96 * 8)
+    K.check_equal(dst.view(np.uint64), src.reshape(3, 96)[:, ::-1].reshape(-1).view(np.uint64), [], "dyn shared")
+
+
+# ---------------------------------------------------------------- local, const, module globals, generic
+
+KS.add("local_array", K.elementwise("local_array", """
+mov.u64 %lp, larr;
+mov.u32 %k, 0;
+$FILL:
+mul.lo.u32 %t, %k, %a;
+add.u32 %t, %t, %k;
+mul.wide.u32 %off, %k, 4;
+add.u64 %q, %lp, %off;
+st.local.u32 [%q], %t;
+add.u32 %k, %k, 1;
+setp.lt.u32 %more, %k, 16;
+@%more bra $FILL;
+and.b32 %k, %b, 15;
+mul.wide.u32 %off, %k, 4;
+add.u64 %q, %lp, %off;
+ld.local.u32 %d, [%q];
+""", [("a", "u32"), ("b", "u32")], [("d", "u32")],
+    temps=[("lp", "u64"), ("q", "u64"), ("off", "u64"), ("k", "u32"), ("t", "u32"), ("more", "pred")])
+    .replace(".reg .pred %p_oob;", ".reg .pred %p_oob;\n.local .align 4 .b32 larr[16];"))
+
+
+def test_local_array(rng):
+    a, b = K.rand_ints(rng, "u32", N), K.rand_ints(rng, "u32", N)
+    (got,) = K.run_elementwise(KS, "local_array", [a, b], ["u32"], rng)
+    k = (b & np.uint32(15)).astype(np.uint64)
+    K.check_equal(got, ((k * a.astype(np.uint64) + k) & 0xFFFFFFFF).astype(np.uint32), [a, b], "local")
+
+
+CONST_TAB = [(i * 2654435761) & 0xFFFFFFFF for i in range(32)]
+GLOBAL_TAB = [(i * 40503 + 7) & 0xFFFF for i in range(8)]
+KS.add("const_lookup", (
+    f".const .align 4 .u32 ctab[32] = {{{', '.join(str(v) for v in CONST_TAB)}}};\n"
+    f".global .align 2 .u16 gtab[8] = {{{', '.join(str(v) for v in GLOBAL_TAB)}}};\n"
+    + K.elementwise("const_lookup", """
+and.b32 %k, %a, 31;
+mul.wide.u32 %off, %k, 4;
+mov.u64 %q, ctab;
+add.u64 %q, %q, %off;
+ld.const.u32 %d, [%q];
+ld.const.u32 %t, [ctab+8];
+add.u32 %d, %d, %t;
+and.b32 %k, %a, 7;
+mul.wide.u32 %off, %k, 2;
+mov.u64 %q, gtab;
+add.u64 %q, %q, %off;
+ld.global.u16 %h, [%q];
+cvt.u32.u16 %t, %h;
+add.u32 %d, %d, %t;
+""", [("a", "u32")], [("d", "u32")], temps=[("k", "u32"), ("off", "u64"), ("q", "u64"), ("t", "u32"),
+                                             ("h", "u16")])))
+
+
+def test_const_and_global_variables(rng):
+    a = K.rand_ints(rng, "u32", N)
+    (got,) = K.run_elementwise(KS, "const_lookup", [a], ["u32"], rng)
+    want = [(CONST_TAB[x & 31] + CONST_TAB[2] + GLOBAL_TAB[x & 7]) & 0xFFFFFFFF for x in a.tolist()]
+    K.check_equal(got, np.array(want, np.uint32), [a], "const/global tables")
+
+
+KS.add("generic_addressing", K.elementwise("generic_addressing", """
+mov.u64 %g, larr2;
+cvta.local.u64 %g, %g;
+st.u32 [%g], %a;
+mov.u64 %s, sarr;
+cvta.shared.u64 %s, %s;
+cvt.u64.u32 %off, %tx;
+shl.b64 %off, %off, 2;
+add.u64 %s, %s, %off;
+st.u32 [%s], %b;
+ld.u32 %t, [%g];
+ld.u32 %d, [%s];
+add.u32 %d, %d, %t;
+cvta.to.shared.u64 %s2, %s;
+ld.shared.u32 %t, [%s2];
+add.u32 %d, %d, %t;
+ld.param.u64 %gp, [in0];
+cvta.to.global.u64 %gp, %gp;
+cvta.global.u64 %gp, %gp;
+mad.wide.u32 %gp, %i, 4, %gp;
+ld.u32 %t, [%gp];
+add.u32 %d, %d, %t;
+""", [("a", "u32"), ("b", "u32")], [("d", "u32")],
+    temps=[("g", "u64"), ("s", "u64"), ("s2", "u64"), ("gp", "u64"), ("off", "u64"), ("t", "u32")])
+    .replace(".reg .pred %p_oob;", ".reg .pred %p_oob;\n.local .align 4 .b32 larr2[1];\n"
+                                   ".shared .align 4 .b32 sarr[128];"))
+
+
+def test_generic_addressing_via_cvta(rng):
+    a, b = K.rand_ints(rng, "u32", N), K.rand_ints(rng, "u32", N)
+    (got,) = K.run_elementwise(KS, "generic_addressing", [a, b], ["u32"], rng)
+    want = (a.astype(np.uint64) * 2 + b.astype(np.uint64) * 2) & 0xFFFFFFFF
+    K.check_equal(got, want.astype(np.uint32), [a, b], "generic ld/st")
+
+
+# ---------------------------------------------------------------- params of each scalar type
+
+KS.add("scalar_params", """
+.visible .entry scalar_params(.param .u64 out, .param .u32 pu32, .param .s32 ps32, .param .u64 pu64,
+                              .param .f32 pf32, .param .f64 pf64, .param .u16 pu16, .param .s64 ps64)
+{
+.reg .u64 %o, %x64;
+.reg .u32 %x;
+.reg .f32 %f;
+.reg .f64 %g;
+.reg .u16 %h;
+ld.param.u64 %o, [out];
+cvta.to.global.u64 %o, %o;
+ld.param.u32 %x, [pu32];
+st.global.u32 [%o], %x;
+ld.param.s32 %x, [ps32];
+st.global.u32 [%o+4], %x;
+ld.param.u64 %x64, [pu64];
+st.global.u64 [%o+8], %x64;
+ld.param.f32 %f, [pf32];
+st.global.f32 [%o+16], %f;
+ld.param.f64 %g, [pf64];
+st.global.f64 [%o+24], %g;
+ld.param.u16 %h, [pu16];
+st.global.u16 [%o+32], %h;
+ld.param.s64 %x64, [ps64];
+st.global.u64 [%o+40], %x64;
+ret;
+}
+""")
+
+
+def test_scalar_params(rng):
+    out = K.poison((48,), np.uint8, rng)
+    vals = dict(u32=int(rng.integers(0, 1 << 32)), s32=-int(rng.integers(1, 1 << 31)),
+                u64=int(rng.integers(0, 1 << 63)) * 2 + 1, f32=float(np.float32(rng.uniform(-1e6, 1e6))),
+                f64=float(rng.uniform(-1e300, 1e300)), u16=int(rng.integers(0, 1 << 16)),
+                s64=-int(rng.integers(1, 1 << 62)))
+    K.launch(KS.kernel("scalar_params"), 1, 1, [out, vals["u32"], vals["s32"], vals["u64"], vals["f32"],
+                                                vals["f64"], vals["u16"], vals["s64"]])
+    assert int(out[0:4].view(np.uint32)[0]) == vals["u32"]
+    assert int(out[4:8].view(np.int32)[0]) == vals["s32"]
+    assert int(out[8:16].view(np.uint64)[0]) == vals["u64"]
+    assert float(out[16:20].view(np.float32)[0]) == vals["f32"]
+    assert float(out[24:32].view(np.float64)[0]) == vals["f64"]
+    assert int(out[32:34].view(np.uint16)[0]) == vals["u16"]
+    assert int(out[40:48].view(np.int64)[0]) == vals["s64"]
