@@ -74,6 +74,7 @@ class Context:
         self.events: set = set()                  # live events (driver Event objects)
         self.per_thread_streams: set = set()      # per-thread default streams, dropped at thread exit
         self.legacy = None                        # the legacy default stream, made on first use
+        self.generation = 0                       # bumped by teardown: per-thread streams made before are stale
         self._hooks: list = []
         handles.new(self)
 
@@ -102,6 +103,18 @@ class Context:
             out.append(self.legacy)
         return out
 
+    def idle(self) -> bool:
+        """True when no stream of the context has work queued or running."""
+        legacy = self.legacy
+        if legacy is not None and not legacy.backend.query():
+            return False
+        for group in (self.streams, self.per_thread_streams):
+            if group:
+                for s in list(group):
+                    if not s.backend.query():
+                        return False
+        return True
+
     def synchronize(self, check: bool = True) -> None:
         """Wait for every stream of the context; raise the sticky error (if `check`)."""
         for s in self.all_streams():
@@ -122,6 +135,8 @@ class Context:
                 log.error(f"context teardown hook {fn!r} failed: {e}")
         self._hooks = []
         self.streams.clear()
+        self.per_thread_streams.clear()
+        self.generation += 1
         self.legacy = None
         self.sticky_error = 0
         self.sticky_message = ""

@@ -11,7 +11,7 @@ from zluda_py import cmem
 from zluda_py.dispatch import export
 from zluda_py.driver import context as ctxmod
 from zluda_py.driver.allocations import any_range, device_range
-from zluda_py.driver.stream import resolve_stream
+from zluda_py.driver.stream import default_stream, resolve_stream
 from zluda_py.errors import CudaError, CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_NOT_SUPPORTED
 
 CU_MEMORYTYPE_HOST = 1
@@ -44,13 +44,37 @@ def _copy(per_thread, dst, src, n, hstream, sync, dst_kind, src_kind):
         return
     da = device_range(dst, n, "destination") if dst_kind == "device" else any_range(dst, n, "destination")
     sa = device_range(src, n, "source") if src_kind == "device" else any_range(src, n, "source")
-    _run(stream, lambda bs: bs.copy(dst, src, n), sync, _pageable(sa), _pageable(da))
+    bs = stream.begin()
+    bs.copy(dst, src, n)
+    if (sync or da is None or sa is None) and not bs.query():
+        stream.synchronize()
 
 
-_pair("cuMemcpyHtoD_v2", lambda pt, d, s, n: _copy(pt, d, s, n, 0, True, "device", "any"), "_ptds")
-_pair("cuMemcpyDtoH_v2", lambda pt, d, s, n: _copy(pt, d, s, n, 0, True, "any", "device"), "_ptds")
-_pair("cuMemcpyDtoD_v2", lambda pt, d, s, n: _copy(pt, d, s, n, 0, True, "device", "device"), "_ptds")
-_pair("cuMemcpy", lambda pt, d, s, n: _copy(pt, d, s, n, 0, True, "any", "any"), "_ptds")
+def _sync_copy(dst_kind, src_kind, per_thread):
+    """The entry point for a synchronous copy: the hot path of many programs, so it is flat."""
+    def copy(dst, src, n):
+        stream = default_stream(per_thread)
+        if n == 0:
+            return
+        if dst_kind == "device":
+            device_range(dst, n, "destination")
+        else:
+            any_range(dst, n, "destination")
+        if src_kind == "device":
+            device_range(src, n, "source")
+        else:
+            any_range(src, n, "source")
+        bs = stream.begin()
+        bs.copy(dst, src, n)
+        if not bs.query():
+            stream.synchronize()
+    return copy
+
+
+for _name, _dk, _sk in (("cuMemcpyHtoD_v2", "device", "any"), ("cuMemcpyDtoH_v2", "any", "device"),
+                        ("cuMemcpyDtoD_v2", "device", "device"), ("cuMemcpy", "any", "any")):
+    export(_name)(_sync_copy(_dk, _sk, False))
+    export(_name + "_ptds")(_sync_copy(_dk, _sk, True))
 _pair("cuMemcpyHtoDAsync_v2", lambda pt, d, s, n, h: _copy(pt, d, s, n, h, False, "device", "any"), "_ptsz")
 _pair("cuMemcpyDtoHAsync_v2", lambda pt, d, s, n, h: _copy(pt, d, s, n, h, False, "any", "device"), "_ptsz")
 _pair("cuMemcpyDtoDAsync_v2", lambda pt, d, s, n, h: _copy(pt, d, s, n, h, False, "device", "device"), "_ptsz")

@@ -40,11 +40,8 @@ def release(a: Allocation) -> None:
 
 def _quiesce(ctx) -> None:
     # cuMemFree waits for the device like NVIDIA's: a kernel still running may use the memory.
-    if ctx is not None and not ctx.destroyed:
-        for s in ctx.all_streams():
-            if not s.backend.query():
-                ctx.synchronize(check=False)
-                return
+    if ctx is not None and not ctx.destroyed and not ctx.idle():
+        ctx.synchronize(check=False)
 
 
 @ctxmod.on_any_teardown

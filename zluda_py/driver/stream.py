@@ -40,6 +40,7 @@ class Stream:
         self.priority = priority
         self.kind = kind
         self.id = next(_ids)
+        self.generation = ctx.generation
         self.backend = init.BACKEND.stream_create(ctx.device, flags, priority)
         self.backend.on_fault = self._on_fault
         self.blocking = kind != "legacy" and not flags & CU_STREAM_NON_BLOCKING
@@ -114,7 +115,7 @@ def per_thread_stream(ctx) -> Stream:
     if table is None:
         table = _tls.streams = _ThreadStreams()
     s = table.get(ctx.id)
-    if s is None:
+    if s is None or s.generation != ctx.generation:
         s = table[ctx.id] = Stream(ctx, kind="per_thread")
         ctx.per_thread_streams.add(s)
     return s

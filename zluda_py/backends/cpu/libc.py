@@ -6,21 +6,29 @@ import cffi
 
 ffi = cffi.FFI()
 ffi.cdef("""
-    int posix_memalign(uintptr_t *memptr, size_t alignment, size_t size);
+    uintptr_t memalign(size_t alignment, size_t size);
     void free(uintptr_t ptr);
     void *memmove(uintptr_t dst, uintptr_t src, size_t n);
     void *memset(uintptr_t dst, int c, size_t n);
 """)
 libc = ffi.dlopen(None)
 
-memmove = libc.memmove
 memset = libc.memset
 free = libc.free
+_copy_releasing_gil = libc.memmove
+_copy_holding_gil = ffi.memmove
+_null = ffi.cast("char *", 0)
+SMALL_COPY = 4096
+
+
+def memmove(dst: int, src: int, n: int) -> None:
+    # Small copies skip the GIL release/reacquire of a foreign call; large ones let other threads run.
+    if n <= SMALL_COPY:
+        _copy_holding_gil(_null + dst, _null + src, n)
+    else:
+        _copy_releasing_gil(dst, src, n)
 
 
 def aligned_alloc(size: int, alignment: int) -> int:
     """Address of `size` bytes aligned to `alignment`, or 0 when the allocator refuses."""
-    out = ffi.new("uintptr_t *")
-    if libc.posix_memalign(out, alignment, max(size, 1)) != 0:
-        return 0
-    return out[0]
+    return libc.memalign(alignment, max(size, 1))
