@@ -360,6 +360,7 @@ static CUcontext test_contexts(void) {
     EXPECT(cuStreamQuery(owned_stream), CUDA_ERROR_INVALID_HANDLE);
     EXPECT(cuMemFree(owned), CUDA_ERROR_INVALID_VALUE);
     EXPECT(cuCtxDestroy(primary), CUDA_ERROR_INVALID_CONTEXT);
+    EXPECT(cuCtxEnablePeerAccess(primary, 0), CUDA_ERROR_INVALID_DEVICE); /* its own device */
 
     /* other threads start with no context and can use one pushed there */
     thread_arg_t t = {primary, 0, 0};
@@ -699,6 +700,17 @@ static void test_streams(void) {
     OK(cuStreamGetId(s1, &id1));
     OK(cuStreamGetId(s2, &id2));
     CHECK(id1 != id2);
+    CUstreamAttrValue av, back_av;
+    memset(&av, 0, sizeof av);
+    memset(&back_av, 0x55, sizeof back_av);
+    av.accessPolicyWindow.num_bytes = 4096;
+    av.accessPolicyWindow.hitRatio = 0.5f;
+    OK(cuStreamSetAttribute(s1, CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW, &av));
+    OK(cuStreamGetAttribute(s1, CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW, &back_av));
+    CHECK(back_av.accessPolicyWindow.num_bytes == 4096 && back_av.accessPolicyWindow.hitRatio == 0.5f);
+    OK(cuStreamGetAttribute(s2, CU_LAUNCH_ATTRIBUTE_PRIORITY, &back_av));
+    CHECK(back_av.priority == -1);
+    EXPECT(cuStreamGetAttribute(s1, CU_LAUNCH_ATTRIBUTE_COOPERATIVE, &back_av), CUDA_ERROR_INVALID_VALUE);
     CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_ACTIVE;
     OK(cuStreamIsCapturing(s1, &cap));
     CHECK(cap == CU_STREAM_CAPTURE_STATUS_NONE);

@@ -81,7 +81,13 @@ class BackendEvent(ABC):
 
 
 class BackendStream(ABC):
-    """An in-order queue of device work that runs asynchronously with the host."""
+    """An in-order queue of device work that runs asynchronously with the host.
+
+    `on_fault`, when the driver sets it, is called with the CudaError of work that failed on the device
+    (a kernel trap: CUDA_ERROR_LAUNCH_FAILED / CUDA_ERROR_ASSERT / CUDA_ERROR_ILLEGAL_ADDRESS) as soon as
+    the backend knows, so the context's sticky error is set before anyone synchronizes."""
+
+    on_fault: Callable | None = None
 
     @abstractmethod
     def copy(self, dst: int, src: int, size: int) -> None: ...

@@ -19,7 +19,8 @@ from zluda_py.dispatch import export
 from zluda_py.driver import init
 from zluda_py.driver.device import device_props
 from zluda_py.errors import (NAME_OF, CudaError, CUDA_ERROR_CONTEXT_IS_DESTROYED, CUDA_ERROR_INVALID_CONTEXT,
-                             CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_UNSUPPORTED_LIMIT,
+                             CUDA_ERROR_INVALID_DEVICE, CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_UNSUPPORTED_LIMIT,
+                             CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED, CUDA_ERROR_PEER_ACCESS_NOT_ENABLED,
                              CUDA_ERROR_PRIMARY_CONTEXT_ACTIVE)
 
 CU_CTX_SCHED_MASK = 0x07
@@ -459,3 +460,34 @@ def ctx_get_stream_priority_range(least_out, greatest_out):
 @export("cuCtxResetPersistingL2Cache")
 def ctx_reset_persisting_l2_cache():
     current_context()
+
+
+# --- peer access: there is one CPU device, and a device is never its own peer ---------------------------
+def _peer_context(h):
+    ctx = current_context()
+    if not h:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, "peerContext is NULL")
+    peer = context_from_handle(h)
+    if peer.device == ctx.device:
+        raise CudaError(CUDA_ERROR_INVALID_DEVICE, "a context's own device cannot be its peer")
+    return ctx, peer
+
+
+@export("cuCtxEnablePeerAccess")
+def ctx_enable_peer_access(h, flags):
+    ctx, peer = _peer_context(h)
+    if flags != 0:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, f"flags must be 0, got {flags:#x}")
+    peers = ctx.__dict__.setdefault("peers", set())
+    if peer.id in peers:
+        raise CudaError(CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED, "peer access already enabled")
+    peers.add(peer.id)
+
+
+@export("cuCtxDisablePeerAccess")
+def ctx_disable_peer_access(h):
+    ctx, peer = _peer_context(h)
+    peers = ctx.__dict__.setdefault("peers", set())
+    if peer.id not in peers:
+        raise CudaError(CUDA_ERROR_PEER_ACCESS_NOT_ENABLED, "peer access was not enabled")
+    peers.discard(peer.id)

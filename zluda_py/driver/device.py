@@ -144,3 +144,15 @@ def device_get_texture_1d_linear_max_width(out, fmt, channels, dev):
 def device_get_exec_affinity_support(out, kind, dev):
     device_props(dev)
     cmem.write_i32(out, 0, "pi")
+
+
+@export("cuDeviceGetP2PAttribute")
+def device_get_p2p_attribute(value_out, attrib, src, dst):
+    device_props(src)
+    device_props(dst)
+    if src == dst:
+        raise CudaError(CUDA_ERROR_INVALID_DEVICE, "source and destination are the same device")
+    if attrib not in (1, 2, 3, 4):
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, f"unknown P2P attribute {attrib}")
+    # Distinct CPU devices would share one memory: every P2P capability holds, at the best rank (0).
+    cmem.write_i32(value_out, 0 if attrib == 1 else 1, "value")

@@ -108,6 +108,17 @@ def mem_get_info(free_out, total_out):
         cmem.write_u64(total_out, total)
 
 
+@export("cuMemGetInfo")
+def mem_get_info_v1(free_out, total_out):
+    # The pre-3.2 ABI has 32-bit sizes: report what fits.
+    ctx = ctxmod.current_context()
+    free, total = init.BACKEND.mem_info(ctx.device)
+    if free_out:
+        cmem.write_u32(free_out, min(free, 0xFFFFFFFF))
+    if total_out:
+        cmem.write_u32(total_out, min(total, 0xFFFFFFFF))
+
+
 @export("cuMemGetAddressRange_v2")
 def mem_get_address_range(pbase, psize, dptr):
     ctxmod.current_context()

@@ -334,3 +334,48 @@ _exports_pair("cuStreamGetId", _get_id)
 _exports_pair("cuStreamGetDevice", _get_device)
 _exports_pair("cuStreamIsCapturing", _is_capturing)
 _exports_pair("cuStreamAttachMemAsync", _attach_mem_async)
+
+
+# --- stream attributes (CUstreamAttrValue is a 64-byte union) -------------------------------------------
+ATTR_VALUE_SIZE = 64
+CU_LAUNCH_ATTRIBUTE_PRIORITY = 8
+# The launch attributes CUDA accepts on streams: access policy window, synchronization policy, priority,
+# memory sync domain map / domain. They change nothing on a CPU; their values are kept to be read back.
+STREAM_ATTRIBUTES = (1, 3, 8, 9, 10)
+
+
+def _get_attribute(pt, h, attr, out):
+    s = _info_stream(h, pt)
+    if attr not in STREAM_ATTRIBUTES:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, f"stream attribute {attr} is not a stream attribute")
+    if not out:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, "value is NULL")
+    if attr == CU_LAUNCH_ATTRIBUTE_PRIORITY:
+        cmem.write_bytes(out, s.priority.to_bytes(4, "little", signed=True) + b"\0" * (ATTR_VALUE_SIZE - 4))
+        return
+    cmem.write_bytes(out, getattr(s, "attributes", {}).get(attr, b"\0" * ATTR_VALUE_SIZE))
+
+
+def _set_attribute(pt, h, attr, value):
+    s = _info_stream(h, pt)
+    if attr not in STREAM_ATTRIBUTES:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, f"stream attribute {attr} is not a stream attribute")
+    raw = cmem.read_bytes(value, ATTR_VALUE_SIZE, "value")
+    if attr == CU_LAUNCH_ATTRIBUTE_PRIORITY:
+        prio = int.from_bytes(raw[:4], "little", signed=True)
+        s.priority = min(max(prio, ctxmod.STREAM_PRIORITY_GREATEST), ctxmod.STREAM_PRIORITY_LEAST)
+        return
+    if not hasattr(s, "attributes"):
+        s.attributes = {}
+    s.attributes[attr] = raw
+
+
+def _copy_attributes(pt, dst, src):
+    d, s = _info_stream(dst, pt), _info_stream(src, pt)
+    d.priority = s.priority
+    d.attributes = dict(getattr(s, "attributes", {}))
+
+
+_exports_pair("cuStreamGetAttribute", _get_attribute)
+_exports_pair("cuStreamSetAttribute", _set_attribute)
+_exports_pair("cuStreamCopyAttributes", _copy_attributes)
