@@ -137,7 +137,7 @@ class HostKernel:
         params = self.pack_params(list(args))
         self.launch_raw(grid, block, params, shared_bytes)
 
-    def launch_raw(self, grid, block, params, shared_bytes=0):
+    def launch_raw(self, grid, block, params, shared_bytes=0, cooperative=False):
         from ptx import runtime
         g, b = _dims(grid), _dims(block)
         if any(x <= 0 for x in g + b):
@@ -151,7 +151,8 @@ class HostKernel:
         if isinstance(params, bytes) and not params:
             params = bytes(8)
         status = runtime.launch(self.address, params, g, b, static_shared=self.static_shared_bytes,
-                                dyn_shared=int(shared_bytes), frame_bytes=self.frame_bytes)
+                                dyn_shared=int(shared_bytes), frame_bytes=self.frame_bytes,
+                                cooperative=cooperative)
         if status == runtime.TRAP:
             raise KernelFault("trap", f"kernel {self.name} executed trap")
         if status == runtime.ASSERT:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import struct
 
-from zluda_py import cmem
+from zluda_py import cmem, handles
 from zluda_py.dispatch import export
 from zluda_py.driver import context as ctxmod
 from zluda_py.driver import init
@@ -30,6 +30,11 @@ ATTR_COOPERATIVE = 2
 ATTR_CLUSTER_DIMENSION = 4
 ATTR_PRIORITY = 8
 _ATTRIBUTE_SIZE = 72            # id (4) + pad (4) + 64-byte value union
+# Not in cuda.h: cudart passes a launch's CUresult through, and 9 is the value it turns into
+# cudaErrorInvalidConfiguration, which is what programs see on NVIDIA's stack for a bad block or grid
+# shape (checked here with nvcc 13's cudart). Driver-API callers get CUDA_ERROR_INVALID_VALUE, as
+# documented; cudart is recognised by its launching the CUkernel handle itself.
+CUDART_INVALID_CONFIGURATION = 9
 _LAUNCH_CONFIG = struct.Struct("<7I4xQQI")
 
 
@@ -83,21 +88,22 @@ def pack_extra(f: Function, extra: int) -> bytes:
     return cmem.read_bytes(pointer, need) if need else b""
 
 
-def check_configuration(f: Function, grid: tuple, block: tuple, shared: int) -> None:
+def check_configuration(f: Function, grid: tuple, block: tuple, shared: int, shape_error=CUDA_ERROR_INVALID_VALUE):
+    """Raise CUDA's error for an impossible launch; `shape_error` is the code for a bad grid/block shape."""
     attrs = device_props(f.device).attributes
     if any(g <= 0 for g in grid) or any(b <= 0 for b in block):
-        raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{f.name}: zero grid {grid} or block {block} dimension")
+        raise CudaError(shape_error, f"{f.name}: zero grid {grid} or block {block} dimension")
     for axis, (g, b) in enumerate(zip(grid, block)):
         gmax = attrs.get(_MAX_GRID_DIM[axis], (1 << 31) - 1 if axis == 0 else 65535)
         bmax = attrs.get(_MAX_BLOCK_DIM[axis], 64 if axis == 2 else 1024)
         if g > gmax:
-            raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{f.name}: grid dimension {'xyz'[axis]}={g} > {gmax}")
+            raise CudaError(shape_error, f"{f.name}: grid dimension {'xyz'[axis]}={g} > {gmax}")
         if b > bmax:
-            raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{f.name}: block dimension {'xyz'[axis]}={b} > {bmax}")
+            raise CudaError(shape_error, f"{f.name}: block dimension {'xyz'[axis]}={b} > {bmax}")
     threads = block[0] * block[1] * block[2]
     limit = f.max_threads()
     if threads > limit:
-        raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{f.name}: {threads} threads per block > {limit}")
+        raise CudaError(shape_error, f"{f.name}: {threads} threads per block > {limit}")
     if shared < 0 or shared > f.dynamic_shared_limit():
         raise CudaError(CUDA_ERROR_INVALID_VALUE,
                         f"{f.name}: {shared} bytes of dynamic shared memory > {f.dynamic_shared_limit()} "
@@ -112,7 +118,10 @@ def launch(hfunc, grid, block, shared, hstream, kernel_params, extra, per_thread
         if f.module.ctx.destroyed or f.module.ctx.device != ctx.device:
             raise CudaError(CUDA_ERROR_INVALID_CONTEXT, f"{f.name} was loaded in another context")
     grid, block = tuple(grid), tuple(block)
-    check_configuration(f, grid, block, shared)
+    from zluda_py.driver.library import Kernel
+    by_cudart = isinstance(handles.lookup(hfunc), Kernel)
+    check_configuration(f, grid, block, shared,
+                        CUDART_INVALID_CONFIGURATION if by_cudart else CUDA_ERROR_INVALID_VALUE)
     if kernel_params and extra:
         raise CudaError(CUDA_ERROR_INVALID_VALUE, "both kernelParams and extra are given")
     params = pack_extra(f, extra) if extra else pack_kernel_params(f, kernel_params)

@@ -195,7 +195,12 @@ def _global(dptr_out, bytes_out, hlib, name):
     lib = get_library(hlib)
     if not name:
         raise CudaError(CUDA_ERROR_INVALID_VALUE, "name is NULL")
-    addr, size = lib.module_for(ctxmod.current_context()).global_symbol(cmem.read_cstring(name, "name"))
+    # Libraries are context-independent: cudart asks for its __managed__ variables at registration,
+    # before any context is current; the device's primary context then stands in.
+    ctx = ctxmod.current_context_or_none()
+    if ctx is None or ctx.destroyed:
+        ctx = ctxmod.primary_context(0)
+    addr, size = lib.module_for(ctx).global_symbol(cmem.read_cstring(name, "name"))
     if dptr_out:
         cmem.write_ptr(dptr_out, addr)
     if bytes_out:

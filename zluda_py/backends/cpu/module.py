@@ -23,8 +23,8 @@ class CpuFunction(BackendFunction):
                                  local_bytes=getattr(kernel, "local_bytes", 0),
                                  reqntid=getattr(kernel, "reqntid", None), maxntid=getattr(kernel, "maxntid", None))
 
-    def launch_raw(self, grid, block, params_address, shared_bytes):
-        return self.kernel.launch_raw(grid, block, params_address, shared_bytes)
+    def launch_raw(self, grid, block, params_address, shared_bytes, cooperative=False):
+        return self.kernel.launch_raw(grid, block, params_address, shared_bytes, cooperative=cooperative)
 
 
 class CpuModule(BackendModule):

@@ -152,7 +152,7 @@ class CpuStream(BackendStream):
             from ptx.errors import KernelFault
             try:
                 function.launch_raw(tuple(grid), tuple(block), int(libc.ffi.cast("uintptr_t", buf)),
-                                    shared_bytes)
+                                    shared_bytes, cooperative)
             except KernelFault as e:
                 raise CudaError(_FAULT_CODES.get(e.kind, CUDA_ERROR_LAUNCH_FAILED),
                                 f"kernel {getattr(function, 'name', '?')} stopped: {e}") from None
