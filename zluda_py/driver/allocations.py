@@ -11,17 +11,19 @@ import threading
 from zluda_py.errors import CudaError, CUDA_ERROR_INVALID_VALUE
 
 _buffer_ids = itertools.count(1)
+_bisect_right = bisect.bisect_right
 
 
 class Allocation:
     """kind: 'device', 'host' (cuMemHostAlloc/cuMemAllocHost), 'managed', 'registered'
     (cuMemHostRegister), 'pool' (cuMemAllocAsync)."""
 
-    __slots__ = ("base", "size", "kind", "ctx", "device", "flags", "buffer_id", "pool", "freeing", "sync_memops")
+    __slots__ = ("base", "size", "kind", "ctx", "device", "flags", "buffer_id", "pool", "freeing", "sync_memops", "end")
 
     def __init__(self, base, size, kind, ctx, device, flags=0, pool=None):
         self.base = base
         self.size = size
+        self.end = base + size
         self.kind = kind
         self.ctx = ctx
         self.device = device
@@ -30,10 +32,6 @@ class Allocation:
         self.buffer_id = next(_buffer_ids)
         self.freeing = False
         self.sync_memops = 0
-
-    @property
-    def end(self) -> int:
-        return self.base + self.size
 
 
 class AllocationIndex:
@@ -59,18 +57,15 @@ class AllocationIndex:
 
     def find(self, addr: int) -> Allocation | None:
         """The allocation containing `addr`, or None."""
-        a = self._by_base.get(addr)
-        if a is not None:
-            return a
         bases = self._bases
-        i = bisect.bisect_right(bases, addr) - 1
+        i = _bisect_right(bases, addr) - 1
         if i < 0:
             return None
         try:
-            a = self._by_base[bases[i]]
-        except (KeyError, IndexError):
+            a = self._by_base.get(bases[i])
+        except IndexError:      # removed concurrently
             return None
-        return a if addr < a.end else None
+        return a if a is not None and addr < a.end else None
 
     def owned_by(self, ctx) -> list:
         with self._lock:

@@ -11,7 +11,8 @@ from zluda_py import cmem
 from zluda_py.dispatch import export
 from zluda_py.driver import context as ctxmod
 from zluda_py.driver.allocations import any_range, device_range
-from zluda_py.driver.stream import default_stream, resolve_stream
+from zluda_py.driver.context import current_context
+from zluda_py.driver.stream import legacy_stream, per_thread_stream, resolve_stream
 from zluda_py.errors import CudaError, CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_NOT_SUPPORTED
 
 CU_MEMORYTYPE_HOST = 1
@@ -53,7 +54,8 @@ def _copy(per_thread, dst, src, n, hstream, sync, dst_kind, src_kind):
 def _sync_copy(dst_kind, src_kind, per_thread):
     """The entry point for a synchronous copy: the hot path of many programs, so it is flat."""
     def copy(dst, src, n):
-        stream = default_stream(per_thread)
+        ctx = current_context()
+        stream = per_thread_stream(ctx) if per_thread else (ctx.legacy or legacy_stream(ctx))
         if n == 0:
             return
         if dst_kind == "device":

@@ -2,6 +2,7 @@
 mode with integer-typed addresses (no cdata casts per call); each call releases the GIL, so large copies
 overlap with other Python threads."""
 
+import _cffi_backend
 import cffi
 
 ffi = cffi.FFI()
@@ -16,7 +17,7 @@ libc = ffi.dlopen(None)
 memset = libc.memset
 free = libc.free
 _copy_releasing_gil = libc.memmove
-_copy_holding_gil = ffi.memmove
+_copy_holding_gil = _cffi_backend.memmove     # what ffi.memmove calls, without its Python wrapper
 _null = ffi.cast("char *", 0)
 SMALL_COPY = 4096
 
