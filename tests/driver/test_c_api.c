@@ -898,6 +898,12 @@ static void test_pools(void) {
     OK(cuDeviceGetMemPool(&cur, 0));
     CHECK(def != NULL && cur == def);
     EXPECT(cuDeviceGetDefaultMemPool(&def, 3), CUDA_ERROR_INVALID_DEVICE);
+    CUmemLocation here = {CU_MEM_LOCATION_TYPE_DEVICE, 0};
+    CUmemoryPool by_location = NULL;
+    OK(cuMemGetDefaultMemPool(&by_location, &here, CU_MEM_ALLOCATION_TYPE_PINNED));
+    CHECK(by_location == def);
+    OK(cuMemGetMemPool(&by_location, &here, CU_MEM_ALLOCATION_TYPE_PINNED));
+    CHECK(by_location == def);
 
     CUstream s;
     OK(cuStreamCreate(&s, 0));

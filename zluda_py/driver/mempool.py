@@ -278,3 +278,34 @@ def _stream_pool(h, per_thread):
     return current_pool(resolve_stream(h, per_thread).ctx.device)
 
 
+
+
+# --- the CUDA 13 location-based forms ---------------------------------------------------------------------
+def _device_of_location(location, alloc_type):
+    if not location:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, "location is NULL")
+    loc_type, loc_id = cmem.read_u32(location), cmem.read_i32(location + 4)
+    if alloc_type != CU_MEM_ALLOCATION_TYPE_PINNED:
+        raise CudaError(CUDA_ERROR_NOT_SUPPORTED, f"pools of allocation type {alloc_type} are not implemented")
+    if loc_type != CU_MEM_LOCATION_TYPE_DEVICE:
+        raise CudaError(CUDA_ERROR_NOT_SUPPORTED, f"pools at location type {loc_type} are not implemented")
+    device_props(loc_id)
+    return loc_id
+
+
+@export("cuMemGetDefaultMemPool")
+def mem_get_default_mem_pool(out, location, alloc_type):
+    init.require_init()
+    cmem.write_ptr(out, default_pool(_device_of_location(location, alloc_type)).handle, "pool_out")
+
+
+@export("cuMemGetMemPool")
+def mem_get_mem_pool(out, location, alloc_type):
+    init.require_init()
+    cmem.write_ptr(out, current_pool(_device_of_location(location, alloc_type)).handle, "pool")
+
+
+@export("cuMemSetMemPool")
+def mem_set_mem_pool(location, alloc_type, hpool):
+    init.require_init()
+    device_set_mem_pool(_device_of_location(location, alloc_type), hpool)

@@ -113,8 +113,6 @@ class CpuStream(BackendStream):
             with self._lock:
                 self._completed = seq
 
-    def completed_through(self, seq: int) -> bool:
-        return self._completed >= seq
 
     # --- BackendStream ---------------------------------------------------------------------------------
     def copy(self, dst: int, src: int, size: int) -> None:
