@@ -566,6 +566,10 @@ static void test_memory(void) {
     EXPECT(cuMemcpyDtoD(a, b + 8, N), CUDA_ERROR_INVALID_VALUE);
     EXPECT(cuMemcpyDtoH(h2, (CUdeviceptr)h1, 16), CUDA_ERROR_INVALID_VALUE);
     EXPECT(cuMemcpyHtoD((CUdeviceptr)h2, h1, 16), CUDA_ERROR_INVALID_VALUE);
+    EXPECT(cuMemcpyHtoD(a, (void *)0x1000, 16), CUDA_ERROR_INVALID_VALUE);        /* unmapped host */
+    EXPECT(cuMemcpyDtoH((void *)16, a, 16), CUDA_ERROR_INVALID_VALUE);
+    EXPECT(cuMemcpy((CUdeviceptr)h2, (CUdeviceptr)h1, (size_t)1 << 40), CUDA_ERROR_INVALID_VALUE);
+    EXPECT(cuMemcpyHtoD(a, NULL, 16), CUDA_ERROR_INVALID_VALUE);
     EXPECT(cuMemFree(a + 16), CUDA_ERROR_INVALID_VALUE);
     EXPECT(cuMemFree((CUdeviceptr)h1), CUDA_ERROR_INVALID_VALUE);
     OK(cuMemFree(a));

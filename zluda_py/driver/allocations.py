@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import mmap
 import threading
+
+import cffi
 
 from zluda_py.errors import CudaError, CUDA_ERROR_INVALID_VALUE
 
@@ -91,12 +94,43 @@ def device_range(addr: int, size: int, what: str = "device pointer") -> Allocati
 
 
 def any_range(addr: int, size: int, what: str = "pointer") -> Allocation | None:
-    """For pointers that may be pageable host memory (unified addressing): None when unknown, else the
-    allocation, checked to hold the whole range."""
+    """For pointers that may be pageable host memory (unified addressing): None when unknown (after
+    checking the pages are mapped, as the driver's pinning would), else the allocation, checked to hold
+    the whole range."""
     if not addr:
         raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{what} is NULL")
     a = INDEX.find(addr)
-    if a is not None and addr + size > a.end:
+    if a is None:
+        if not host_range_mapped(addr, size):
+            raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{what} range {addr:#x}+{size} is not mapped memory")
+        return None
+    if addr + size > a.end:
         raise CudaError(CUDA_ERROR_INVALID_VALUE,
                         f"{what} range {addr:#x}+{size} runs past its allocation {a.base:#x}+{a.size}")
     return a
+
+
+_ffi = cffi.FFI()
+_ffi.cdef("int mincore(uintptr_t addr, size_t length, unsigned char *vec);")
+_libc = _ffi.dlopen(None)
+_PAGE = mmap.PAGESIZE
+_CHUNK_PAGES = 1 << 16
+_vec = threading.local()
+
+
+def host_range_mapped(addr: int, size: int) -> bool:
+    """Whether every page of [addr, addr+size) is mapped in this process (mincore fails with ENOMEM on a
+    hole), so a bad host pointer is an error code instead of a crash."""
+    if addr < _PAGE or size < 0 or addr + size > 1 << 64:
+        return False
+    buf = getattr(_vec, "buf", None)
+    if buf is None:
+        buf = _vec.buf = _ffi.new("unsigned char[]", _CHUNK_PAGES)
+    page = addr & ~(_PAGE - 1)
+    end = addr + max(size, 1)
+    while page < end:
+        pages = min((end - page + _PAGE - 1) // _PAGE, _CHUNK_PAGES)
+        if _libc.mincore(page, pages * _PAGE, buf) != 0:
+            return False
+        page += pages * _PAGE
+    return True
