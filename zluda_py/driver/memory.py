@@ -5,7 +5,7 @@ from __future__ import annotations
 from zluda_py import cmem
 from zluda_py.dispatch import export
 from zluda_py.driver import context as ctxmod, init
-from zluda_py.driver.allocations import INDEX, Allocation
+from zluda_py.driver.allocations import INDEX, Allocation, host_range_mapped
 from zluda_py.errors import (CudaError, CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_NOT_FOUND,
                              CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED, CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED,
                              CUDA_ERROR_INVALID_DEVICE)
@@ -194,6 +194,8 @@ def mem_host_register(p, size, flags):
         raise CudaError(CUDA_ERROR_INVALID_VALUE, "NULL pointer or zero size")
     if flags & ~CU_MEMHOSTREGISTER_MASK:
         raise CudaError(CUDA_ERROR_INVALID_VALUE, f"invalid cuMemHostRegister flags {flags:#x}")
+    if not host_range_mapped(p, size):
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{p:#x}+{size} is not mapped memory")
     if INDEX.find(p) is not None or INDEX.find(p + size - 1) is not None or _overlaps(p, size):
         raise CudaError(CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED, f"{p:#x}+{size} overlaps CUDA memory")
     addr = init.BACKEND.host_register(p, size)
