@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from ptx.codegen import ptxtypes as T
 from ptx.codegen.function_emitter import handles, unsupported, semantic
-from ptx.codegen.ops_float import (ROUNDING, call_strict, ftz, saturate, f32_to_bf16, _suffix)
+from ptx.codegen.ops_float import (ROUNDING, call_strict, ftz, saturate, f32_to_bf16, bf16_to_f32,
+                                   _suffix)
 
 IRND = {"rni": "roundeven", "rzi": "trunc", "rmi": "floor", "rpi": "ceil"}
 
@@ -36,6 +37,18 @@ def _f64_to_f32_odd(em, v):
     return f.op(f"select i1 {inf}, float {f.op(f'fptrunc double {v} to float')}, float {rr}")
 
 
+def fext(em, v, sty, dty):
+    """Exact widening (bf16 by bit shift: LLVM's bf16 fpext flushes subnormals on x86)."""
+    if sty == dty:
+        return v
+    if sty == "bfloat":
+        v = bf16_to_f32(em, v)
+        sty = "float"
+        if dty == "float":
+            return v
+    return em.f.op(f"fpext {sty} {v} to {dty}")
+
+
 def directed_from_nearest(em, x, xty, r, rty, mode):
     """Turn r = round-to-nearest(x) into the directed rounding `mode` by one ulp step where r lies
     on the wrong side of x (exact: r is the nearest, so the directed result is r or its neighbour)."""
@@ -43,7 +56,7 @@ def directed_from_nearest(em, x, xty, r, rty, mode):
     ity = {"half": "i16", "float": "i32", "bfloat": "i16"}[rty]
     nbits = int(ity[1:])
     sign = 1 << (nbits - 1)
-    back = f.op(f"fpext {rty} {r} to {xty}")
+    back = fext(em, r, rty, xty)
     b = f.op(f"bitcast {rty} {r} to {ity}")
     neg = f.op(f"icmp slt {ity} {b}, 0")
     mag = f.op(f"and {ity} {b}, {sign - 1}")
@@ -74,7 +87,7 @@ def convert_float(em, ins, v, st, dt, rnd):
     if T.bits_of(dt) > T.bits_of(st) or (st == "bf16" and dt != "f16") or st == dt:
         if st == "bf16" and dt == "f16":
             unsupported(ins)
-        return v if st == dt else f.op(f"fpext {sty} {v} to {dty}")
+        return fext(em, v, sty, dty)
     if dt == "bf16":
         x, xty = v, sty
         if st == "f64":
@@ -146,7 +159,7 @@ def op_cvt(em, ins):
     if sf and not df:
         sty = T.llvm_type(st)
         if st in ("f16", "bf16"):
-            v = f.op(f"fpext {sty} {v} to float")
+            v = fext(em, v, sty, "float")
             sty = "float"
         if rnd in IRND:
             v = em.call(f"llvm.{IRND[rnd]}.{_suffix(sty)}", sty, [(sty, v)])
@@ -201,6 +214,6 @@ def op_cvt(em, ins):
 
 def _relu(em, r, ty):
     f = em.f
-    neg = f.op(f"fcmp olt {ty} {r}, {'zeroinitializer' if ty.startswith('<') else '0.0'}")
+    neg = f.op(f"fcmp ole {ty} {r}, {'zeroinitializer' if ty.startswith('<') else '0.0'}")
     z = "zeroinitializer" if ty.startswith("<") else "0.0"
     return f.op(f"select i1 {neg}, {ty} {z}, {ty} {r}")

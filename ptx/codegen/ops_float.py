@@ -25,7 +25,8 @@ def rounding_of(ins):
 
 def _suffix(ty):
     return {"float": "f32", "double": "f64", "half": "f16", "bfloat": "bf16",
-            "<2 x half>": "v2f16", "<2 x bfloat>": "v2bf16"}[ty]
+            "<2 x half>": "v2f16", "<2 x bfloat>": "v2bf16", "<2 x float>": "v2f32",
+            "<2 x double>": "v2f64"}[ty]
 
 
 def strict_helper(em, op, retty, argtys, mode, overload):
@@ -58,7 +59,12 @@ def ftz(em, v, t):
     """Flush a subnormal value to a zero of the same sign (no-op for bf16 and f64 per PTX)."""
     ty = T.llvm_type(t)
     if ty in ("<2 x half>", "<2 x bfloat>"):
-        return v
+        if ty == "<2 x bfloat>":
+            return v
+        f = em.f
+        lanes = [ftz(em, f.op(f"extractelement {ty} {v}, i32 {i}"), "f16") for i in range(2)]
+        r = f.op(f"insertelement {ty} poison, half {lanes[0]}, i32 0")
+        return f.op(f"insertelement {ty} {r}, half {lanes[1]}, i32 1")
     if ty not in MIN_NORMAL_BITS:
         return v
     f = em.f
@@ -88,11 +94,17 @@ def saturate(em, v, ty):
 
 # ------------------------------------------------------------------ bf16 through f32
 
-def bf16_to_f32(em, v, ty):
+def bf16_to_f32(em, v, ty="bfloat"):
+    """Exact bf16 -> f32 by a 16-bit shift (LLVM's fpext loses bf16 subnormals on x86)."""
     f = em.f
     if ty == "<2 x bfloat>":
-        return f.op(f"fpext <2 x bfloat> {v} to <2 x float>")
-    return f.op(f"fpext bfloat {v} to float")
+        i = f.op(f"bitcast <2 x bfloat> {v} to <2 x i16>")
+        w = f.op(f"zext <2 x i16> {i} to <2 x i32>")
+        w = f.op(f"shl <2 x i32> {w}, <i32 16, i32 16>")
+        return f.op(f"bitcast <2 x i32> {w} to <2 x float>")
+    i = f.op(f"bitcast bfloat {v} to i16")
+    w = f.op(f"shl i32 {f.op(f'zext i16 {i} to i32')}, 16")
+    return f.op(f"bitcast i32 {w} to float")
 
 
 def f32_to_bf16(em, v, ty="bfloat"):
@@ -167,9 +179,68 @@ def float_arith(em, ins):
     r = _narrow(em, t, r)
     if "ftz" in mods:
         r = ftz(em, r, t)
+        if t in WIDER:
+            r = flush_tiny_exact(em, r, t, lambda x: f.op(f"{op} {WIDER[t][0]} {x[0]}, {x[1]}"), [a, b])
     if "sat" in mods:
         r = saturate(em, r, T.llvm_type(t))
     em.write(ins.operands[0], r, t)
+
+
+# the format an operation's exact result is (nearly) representable in, and the type's min normal
+WIDER = {"f32": ("double", "0x3810000000000000"), "f16": ("float", "0x3F10000000000000"),
+         "f16x2": ("float", "0x3F10000000000000")}
+
+
+def flush_tiny_exact(em, r, t, wide_op, inputs):
+    """.ftz with tininess detected before rounding (as the GPU does): flush r to a signed zero when
+    the operation's result, recomputed in a wider format, is below the normal range."""
+    f = em.f
+    wty, minn = WIDER[t]
+    ty = T.llvm_type(t)
+    if ty.startswith("<"):
+        ety = "half"
+        lanes = []
+        for i in range(2):
+            xs = [f.op(f"extractelement {ty} {x}, i32 {i}") for x in inputs]
+            ri = f.op(f"extractelement {ty} {r}, i32 {i}")
+            lanes.append(_flush_one(em, ri, ety, wty, minn, wide_op, xs))
+        v = f.op(f"insertelement {ty} poison, half {lanes[0]}, i32 0")
+        return f.op(f"insertelement {ty} {v}, half {lanes[1]}, i32 1")
+    return _flush_one(em, r, ty, wty, minn, wide_op, inputs)
+
+
+def _flush_one(em, r, ty, wty, minn, wide_op, xs):
+    f = em.f
+    wx = [f.op(f"fpext {ty} {x} to {wty}") for x in xs]
+    w = wide_op(wx)
+    aw = em.call(f"llvm.fabs.{_suffix(wty)}", wty, [(wty, w)])
+    tiny = f.op(f"fcmp olt {wty} {aw}, {minn}")
+    ity = "i32" if ty == "float" else "i16"
+    sign = f.op(f"and {ity} {f.op(f'bitcast {ty} {r} to {ity}')}, {'-2147483648' if ity == 'i32' else '-32768'}")
+    z = f.op(f"bitcast {ity} {sign} to {ty}")
+    return f.op(f"select i1 {tiny}, {ty} {z}, {ty} {r}")
+
+
+def _bf16_fma_odd(em, a, b, c):
+    """a*b+c (f32 inputs holding bf16 values) rounded to odd in f32, so one more rounding to bf16
+    is correctly rounded: the product is exact in f64, the sum exact as s + e (TwoSum)."""
+    f = em.f
+    ad, bd, cd = (f.op(f"fpext float {x} to double") for x in (a, b, c))
+    p = f.op(f"fmul double {ad}, {bd}")
+    s_ = f.op(f"fadd double {p}, {cd}")
+    bb = f.op(f"fsub double {s_}, {p}")
+    ap = f.op(f"fsub double {s_}, {bb}")
+    e1 = f.op(f"fsub double {p}, {ap}")
+    e2 = f.op(f"fsub double {cd}, {bb}")
+    e = f.op(f"fadd double {e1}, {e2}")
+    sb = f.op(f"bitcast double {s_} to i64")
+    # |s| > |exact| when e has the opposite sign of s: step s one ulp toward zero, then make it odd
+    opp = f.op(f"fcmp olt double {f.op(f'fmul double {s_}, {e}')}, 0.0")
+    sb = f.op(f"select i1 {opp}, i64 {f.op(f'sub i64 {sb}, 1')}, i64 {sb}")
+    inexact = f.op(f"fcmp one double {e}, 0.0")
+    sb = f.op(f"select i1 {inexact}, i64 {f.op(f'or i64 {sb}, 1')}, i64 {sb}")
+    from ptx.codegen.ops_cvt import _f64_to_f32_odd
+    return _f64_to_f32_odd(em, f.op(f"bitcast i64 {sb} to double"))
 
 
 def float_fma(em, ins):
@@ -183,13 +254,17 @@ def float_fma(em, ins):
     mode = ROUNDING.get(rnd) if rnd else None
     ty = T.llvm_type(t)
     if _is_bf(t):
-        # bf16 fma through f64: the product is exact, one rounding of the sum to f64 then bf16 is
-        # safe because 53 >= 2*8+2
-        wty = "<2 x double>" if t == "bf16x2" else "double"
-        wa, wb, wc = (f.op(f"fpext {ty} {v} to {wty}") for v in (a, b, c))
-        r = em.call(f"llvm.fma.{'v2f64' if t == 'bf16x2' else 'f64'}", wty, [(wty, wa), (wty, wb), (wty, wc)])
-        r32 = f.op(f"fptrunc {wty} {r} to {'<2 x float>' if t == 'bf16x2' else 'float'}")
-        r = f32_to_bf16(em, r32, ty)
+        lanes = 2 if t == "bf16x2" else 1
+        outs = []
+        for i in range(lanes):
+            xs = [bf16_to_f32(em, f.op(f"extractelement {ty} {v}, i32 {i}") if lanes == 2 else v)
+                  for v in (a, b, c)]
+            outs.append(f32_to_bf16(em, _bf16_fma_odd(em, *xs)))
+        if lanes == 2:
+            r = f.op(f"insertelement {ty} poison, bfloat {outs[0]}, i32 0")
+            r = f.op(f"insertelement {ty} {r}, bfloat {outs[1]}, i32 1")
+        else:
+            r = outs[0]
     elif mode is None:
         r = em.call(f"llvm.fma.{_suffix(ty)}", ty, [(ty, a), (ty, b), (ty, c)])
     else:
@@ -198,9 +273,14 @@ def float_fma(em, ins):
         r = call_strict(em, "fma", ty, [(ty, a), (ty, b), (ty, c)], mode, _suffix(ty))
     if "ftz" in mods:
         r = ftz(em, r, t)
+        if t in WIDER:
+            wty = WIDER[t][0]
+            r = flush_tiny_exact(em, r, t, lambda x: em.call(f"llvm.fma.{_suffix(wty)}", wty,
+                                                             [(wty, x[0]), (wty, x[1]), (wty, x[2])]),
+                                 [a, b, c])
     if "relu" in mods:
         z = "zeroinitializer"
-        neg = f.op(f"fcmp olt {ty} {r}, {z}")
+        neg = f.op(f"fcmp ole {ty} {r}, {z}")
         r = f.op(f"select {'<2 x i1>' if ty.startswith('<') else 'i1'} {neg}, {ty} {z}, {ty} {r}")
     if "sat" in mods:
         r = saturate(em, r, ty)
@@ -238,13 +318,15 @@ def float_minmax(em, ins):
     # PTX: NaN operands are ignored unless .NaN; -0 orders below +0
     intr = ("minimum" if ins.opcode == "min" else "maximum") if "NaN" in mods else \
         ("minimumnum" if ins.opcode == "min" else "maximumnum")
+    wty, vals = _widen(em, t, vals)
     r = vals[0]
     for v in vals[1:]:
-        r = em.call(f"llvm.{intr}.{_suffix(ty)}", ty, [(ty, r), (ty, v)])
+        r = em.call(f"llvm.{intr}.{_suffix(wty)}", wty, [(wty, r), (wty, v)])
+    r = _narrow(em, t, r)
     if "relu" in mods:
         f = em.f
         z = "zeroinitializer"
-        neg = f.op(f"fcmp olt {ty} {r}, {z}")
+        neg = f.op(f"fcmp ole {ty} {r}, {z}")
         r = f.op(f"select {'<2 x i1>' if ty.startswith('<') else 'i1'} {neg}, {ty} {z}, {ty} {r}")
     em.write(ins.operands[0], r, t)
 
@@ -335,7 +417,7 @@ def op_copysign(em, ins):
 
 
 FPCLASS = {"finite": 0x1F8, "infinite": 0x204, "number": 0x3FC, "notanumber": 0x3,
-           "normal": 0x108, "subnormal": 0x90}
+           "normal": 0x168, "subnormal": 0x90}   # the GPU counts zeros as normal
 
 
 @handles("testp")

@@ -532,8 +532,6 @@ CMP_NAMES = set(INT_CMP) | set(SIGNED_CMP) | set(FLOAT_CMP)
 def compare(em, ins, cmp, t, a, b):
     f = em.f
     if T.is_float(t):
-        if t in ("f16x2", "bf16x2"):
-            unsupported(ins)
         ty = T.llvm_type(t)
         if "ftz" in ins.mods:
             from ptx.codegen.ops_float import ftz
@@ -569,6 +567,17 @@ def op_setp(em, ins):
     b = em.read(ins.operands[2], t)
     v = compare(em, ins, cmp, t, a, b)
     extra = ins.operands[3] if len(ins.operands) > 3 else None
+    if t in ("f16x2", "bf16x2"):
+        # p gets the low half's comparison, q the high half's
+        f = em.f
+        lo = f.op(f"extractelement <2 x i1> {v}, i32 0")
+        hi = f.op(f"extractelement <2 x i1> {v}, i32 1")
+        if isinstance(dst, A.PredPair):
+            em.write(dst.first, _combine(em, ins, lo, extra), "pred")
+            em.write(dst.second, _combine(em, ins, hi, extra), "pred")
+        else:
+            em.write(dst, _combine(em, ins, lo, extra), "pred")
+        return
     if isinstance(dst, A.PredPair):
         em.write(dst.first, _combine(em, ins, v, extra), "pred")
         nv = em.f.op(f"xor i1 {v}, true")
