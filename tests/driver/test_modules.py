@@ -629,3 +629,74 @@ def test_kernel_cache_dump_and_corrupt_entry(shim_libdir, build, tmp_path):
     off = tmp_path / "off"
     run(ZLUDA_CACHE_DIR=str(off), ZLUDA_JIT_CACHE="0")
     assert not off.exists() or not any(off.iterdir())
+
+
+def launch_config(grid, block, shared=0, stream=0, attrs=()):
+    """A CUlaunchConfig and its CUlaunchAttribute array (id, then the 64-byte value union)."""
+    raw = b"".join(struct.pack("<I4x", i) + value.ljust(64, b"\0") for i, value in attrs)
+    attr_buf = ctypes.create_string_buffer(raw, max(len(raw), 1))
+    cfg = ctypes.create_string_buffer(struct.pack("<7I4xQQI4x", *grid, *block, shared, stream,
+                                                  ctypes.addressof(attr_buf) if attrs else 0, len(attrs)))
+    return cfg, attr_buf
+
+
+@needs_compiler
+def test_launch_kernel_ex_attributes_and_per_thread_stream(cu, kptx):
+    mod = load_data(cu, kptx)[1]
+    f = get_function(cu, mod, "add_base")[1]
+    n = 700
+    for attrs, want in (((), CUDA_SUCCESS),
+                        (((8, struct.pack("<i", -1)),), CUDA_SUCCESS),                     # priority
+                        (((4, struct.pack("<3I", 1, 1, 1)),), CUDA_SUCCESS),               # 1x1x1 cluster
+                        (((2, struct.pack("<i", 1)),), CUDA_SUCCESS),                      # cooperative
+                        (((4, struct.pack("<3I", 2, 1, 1)),), INVALID_VALUE),              # real clusters
+                        (((99, b""),), INVALID_VALUE)):                                    # unknown id
+        out = np.full(n, -1, np.int32)
+        with Buf(cu, out) as dout:
+            arr, keep = kernel_params(ctypes.c_uint64(dout.ptr.value), ctypes.c_int(n))
+            cfg, keep2 = launch_config((6, 1, 1), (128, 1, 1), attrs=attrs)
+            assert cu.cuLaunchKernelEx(cfg, ctypes.c_uint64(f), arr, None) == want, attrs
+            if want == CUDA_SUCCESS:
+                got = dout.get(np.int32)
+                assert (got - np.arange(n) == got[0]).all()   # i + base_value, whatever base_value holds
+    # cudaStreamPerThread's entry point: stream 0 means this thread's stream
+    out = np.full(n, -1, np.int32)
+    with Buf(cu, out) as dout:
+        arr, keep = kernel_params(ctypes.c_uint64(dout.ptr.value), ctypes.c_int(n))
+        ok(cu.cuLaunchKernel_ptsz(ctypes.c_uint64(f), 6, 1, 1, 128, 1, 1, 0, None, arr, None))
+        ok(cu.cuStreamSynchronize_ptsz(None))
+        got = dout.get(np.int32)
+        assert (got - np.arange(n) == got[0]).all()
+    # a cooperative grid larger than what can be co-resident
+    sms, per_sm = ctypes.c_int(), ctypes.c_int()
+    ok(cu.cuDeviceGetAttribute(ctypes.byref(sms), 16, 0))
+    ok(cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(ctypes.byref(per_sm), ctypes.c_uint64(f), 1024,
+                                                        ctypes.c_size_t(0)))
+    with Buf(cu, np.zeros(4, np.int32)) as d:
+        arr, keep = kernel_params(ctypes.c_uint64(d.ptr.value), ctypes.c_int(0))
+        too_many = sms.value * per_sm.value + 1
+        assert cu.cuLaunchCooperativeKernel(ctypes.c_uint64(f), too_many, 1, 1, 1024, 1, 1, 0, None, arr) == 720
+    ok(cu.cuModuleUnload(ctypes.c_uint64(mod)))
+
+
+@needs_compiler
+def test_load_data_ex_error_log(cu):
+    bad = b".version 8.0\n.target sm_86\n.address_size 64\n.visible .entry k() { bogus.instruction; }\n"
+    log_buf = ctypes.create_string_buffer(512)
+    options = (ctypes.c_uint * 2)(5, 6)                 # CU_JIT_ERROR_LOG_BUFFER, _SIZE_BYTES
+    values = (ctypes.c_void_p * 2)(ctypes.addressof(log_buf), 512)
+    mod = ctypes.c_uint64()
+    r = cu.cuModuleLoadDataEx(ctypes.byref(mod), bad, 2, options, values)
+    assert r in (218, 801)      # CUDA_ERROR_INVALID_PTX (or NOT_SUPPORTED for an unknown instruction)
+    assert b"bogus" in log_buf.value
+    assert 0 < values[1] <= 512
+
+
+@needs_compiler
+def test_sass_only_program_fails_cleanly(shim_libdir, build, tmp_path):
+    (build.dir / "vectorAdd.cu").write_text(VECTOR_ADD)
+    exe = build("vectorAdd_sass", "vectorAdd.cu", "-gencode", "arch=compute_86,code=sm_86")
+    env = dict(os.environ, LD_LIBRARY_PATH=shim_libdir, ZLUDA_LOG="1")
+    p = subprocess.run([str(exe), "1"], capture_output=True, text=True, env=env, timeout=300)
+    assert p.returncode == 1 and "FAIL" in p.stdout and "(209)" in p.stdout, p.stdout + p.stderr
+    assert "SASS sm_86" in p.stderr and "Traceback" not in p.stderr
