@@ -1,0 +1,2 @@
+// Does nothing: measures launch + synchronize.
+extern "C" __global__ void empty() {}

@@ -1,0 +1,5 @@
+// float32 vector add: one element per thread.
+extern "C" __global__ void vec_add(const float *a, const float *b, float *c, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) c[i] = a[i] + b[i];
+}
