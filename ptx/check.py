@@ -15,6 +15,7 @@ laneid warpid nwarpid smid nsmid gridid lanemask_eq lanemask_le lanemask_lt lane
 clock clock_hi clock64 globaltimer globaltimer_lo globaltimer_hi total_smem_size aggr_smem_size
 dynamic_smem_size reserved_smem_offset_begin reserved_smem_offset_end reserved_smem_offset_cap
 reserved_smem_offset_2 cluster_ctarank cluster_nctarank is_explicit_cluster current_graph_exec
+locality_domain_id
 """.split())
 _SPECIAL_RE = re.compile(r"%(?:(?:" + "|".join(_SPECIAL_VECTOR) + r")(?:\.[xyz])?|envreg(?:[0-9]|[12][0-9]|3[01])"
                          r"|pm[0-7](?:_64)?|" + "|".join(sorted(_SPECIAL_SCALAR)) + r")\Z")

@@ -18,38 +18,25 @@ KIND_NAMES = ("identifier", "directive", "integer", "float", "string", "punctuat
               "end of input")
 
 _SUFFIX = r"(?:\.[A-Za-z0-9_]+(?:::[A-Za-z0-9_]+)*)"
+# Each match is: skipped whitespace/comments/`@@DWARF` lines, then exactly one token (or the end).
 _MASTER = re.compile(
-    r"(?P<nl>\n)"
-    r"|(?P<ws>[ \t\r\f\v]+)"
-    r"|(?P<lc>//[^\n]*)"
-    r"|(?P<bc>/\*.*?\*/)"
+    r"(?:\s+|//[^\n]*|/\*.*?\*/|@@DWARF[^\n]*)*"
+    r"(?:(?P<word>[A-Za-z_$%][A-Za-z0-9_$]*" + _SUFFIX + r"*)"
     r"|(?P<ubc>/\*)"
-    r"|(?P<dwarf>@@DWARF[^\n]*)"
+    r"|(?P<punct>[{}()\[\];,:+\-!@|<>=*/~&^%])"
     r"|(?P<hexf>0[fF][0-9a-fA-F]{8}(?![0-9A-Za-z_$]))"
     r"|(?P<hexd>0[dD][0-9a-fA-F]{16}(?![0-9A-Za-z_$]))"
     r"|(?P<dec>(?:[0-9]+\.[0-9]*(?:[eE][+-]?[0-9]+)?|\.[0-9]+(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+)"
     r"(?![0-9A-Za-z_$.]))"
     r"|(?P<int>(?:0[xX][0-9a-fA-F]+|0[bB][01]+|[0-9]+)[uU]?(?![0-9A-Za-z_$.]))"
-    r"|(?P<word>[A-Za-z_$%][A-Za-z0-9_$]*" + _SUFFIX + r"*)"
     r"|(?P<dir>\.[A-Za-z_][A-Za-z0-9_]*(?:::[A-Za-z0-9_]+)*)"
     r"|(?P<str>\"(?:[^\"\\\n]|\\.)*\")"
-    r"|(?P<punct>[{}()\[\];,:+\-!@|<>=*/~&^%])"
-    r"|(?P<err>.)",
+    r"|(?P<end>\Z)"
+    r"|(?P<err>.))",
     re.S,
 )
 
 _U64 = (1 << 64) - 1
-
-
-class Token(tuple):
-    """(kind, text, value, line, col) -- a tuple subclass so the parser can unpack it cheaply."""
-    __slots__ = ()
-
-    kind = property(lambda self: self[0])
-    text = property(lambda self: self[1])
-    value = property(lambda self: self[2])
-    line = property(lambda self: self[3])
-    col = property(lambda self: self[4])
 
 
 def describe(tok) -> str:
@@ -83,50 +70,53 @@ def float_bits(raw: int, bits: int) -> float:
 
 
 def tokenize(text: str) -> list:
-    """Token list ending in one EOF token. Bad characters become ERR tokens, so a `.section` skipper can
-    step over them; the parser rejects them anywhere else. Raises PTXSyntaxError only for unterminated
-    comments and malformed literals."""
+    """Token list ending in one EOF token; a token is the tuple (kind, text, value, line, col). Bad
+    characters become ERR tokens, so a `.section` skipper can step over them; the parser rejects them
+    anywhere else. Raises PTXSyntaxError only for unterminated comments and malformed literals."""
     toks = []
     append = toks.append
+    count = text.count
     line = 1
     line_start = 0
+    prev = 0
     for m in _MASTER.finditer(text):
         kind = m.lastgroup
-        if kind == "ws" or kind == "lc" or kind == "dwarf":
-            continue
-        start = m.start()
-        if kind == "nl":
-            line += 1
-            line_start = start + 1
-            continue
-        s = m.group()
-        col = start - line_start + 1
-        if kind == "word":
-            append(Token((WORD, s, None, line, col)))
-        elif kind == "punct":
-            append(Token((PUNCT, s, None, line, col)))
-        elif kind == "dir":
-            append(Token((DIR, s, None, line, col)))
-        elif kind == "int":
-            append(Token((INT, s, int_literal(s, line, col), line, col)))
-        elif kind == "bc":
-            n = s.count("\n")
+        start = m.start(kind)
+        if start != prev:
+            n = count("\n", prev, start)
             if n:
                 line += n
-                line_start = start + s.rfind("\n") + 1
+                line_start = text.rfind("\n", prev, start) + 1
+        prev = m.end()
+        col = start - line_start + 1
+        if kind == "word":
+            append((WORD, m.group(kind), None, line, col))
+        elif kind == "punct":
+            append((PUNCT, m.group(kind), None, line, col))
+        elif kind == "int":
+            s = m.group(kind)
+            append((INT, s, int_literal(s, line, col), line, col))
+        elif kind == "dir":
+            append((DIR, m.group(kind), None, line, col))
+        elif kind == "end":
+            break
         elif kind == "hexf":
+            s = m.group(kind)
             raw = int(s[2:], 16)
-            append(Token((FLOAT, s, (float_bits(raw, 32), 32, raw), line, col)))
+            append((FLOAT, s, (float_bits(raw, 32), 32, raw), line, col))
         elif kind == "hexd":
+            s = m.group(kind)
             raw = int(s[2:], 16)
-            append(Token((FLOAT, s, (float_bits(raw, 64), 64, raw), line, col)))
+            append((FLOAT, s, (float_bits(raw, 64), 64, raw), line, col))
         elif kind == "dec":
-            append(Token((FLOAT, s, (float(s), 0, 0), line, col)))
+            s = m.group(kind)
+            append((FLOAT, s, (float(s), 0, 0), line, col))
         elif kind == "str":
-            append(Token((STR, s, s[1:-1], line, col)))
+            s = m.group(kind)
+            append((STR, s, s[1:-1], line, col))
         elif kind == "ubc":
             raise PTXSyntaxError("unterminated /* comment", line, col)
         else:
-            append(Token((ERR, s, None, line, col)))
-    append(Token((EOF, "", None, line, len(text) - line_start + 1)))
+            append((ERR, m.group(kind), None, line, col))
+    append((EOF, "", None, line, len(text) - line_start + 1))
     return toks

@@ -9,9 +9,10 @@ bar barrier bfe bfi bfind bmsk bra brev brkpt brx
 call clusterlaunchcontrol clz cnot copysign cos cp createpolicy cvt cvta
 discard div dp2a dp4a
 elect ex2 exit
+fabric
 fence fma fns
 getctarank griddepcontrol
-isspacep istypeof
+isspacep istypep
 ld ldmatrix ldu lg2 lop3
 mad mad24 madc mapa match max mbarrier membar min mma mov movmatrix mul mul24 multimem
 nanosleep neg not

@@ -15,6 +15,8 @@ Every failure is a `PTXError` subclass carrying line and column; nothing else es
 
 from __future__ import annotations
 
+import gc
+
 from ptx import ast
 from ptx.errors import PTXError, PTXSyntaxError, PTXUnsupportedError
 from ptx.lexer import WORD, DIR, INT, FLOAT, STR, PUNCT, ERR, EOF, tokenize, describe
@@ -44,6 +46,9 @@ def parse(text: str, check: bool = True) -> ast.Module:
         else:
             raise PTXSyntaxError(f"PTX source must be text, not {type(text).__name__}")
     parser = None
+    # The tree is acyclic and allocation-heavy: cyclic GC passes over it only cost time.
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
     try:
         parser = Parser(tokenize(text))
         module = parser.module()
@@ -55,6 +60,9 @@ def parse(text: str, check: bool = True) -> ast.Module:
     except Exception as exc:  # a parser bug must still surface as our error type, never a crash
         line, col = parser.here() if parser else (0, 0)
         raise PTXSyntaxError(f"internal parser error ({type(exc).__name__}: {exc})", line, col) from None
+    finally:
+        if gc_was_enabled:
+            gc.enable()
     module.source = text
     if check:
         from ptx.check import check as run_checks
@@ -656,6 +664,8 @@ class Parser:
         """A WORD token already consumed -> Reg / Sink / SymbolExpr (with `+offset` for symbols)."""
         name = t[1]
         pos = ast.Pos(t[3], t[4])
+        if name[0] == "%":
+            return ast.Reg(name, pos)
         if name == "_":
             return ast.Sink(pos)
         if name == "WARP_SZ":
@@ -672,13 +682,13 @@ class Parser:
         return ast.SymbolExpr(name, self.symbol_offset(), pos)
 
     def operand(self):
-        t = self.peek()
+        t = self.toks[self.i]
         kind = t[0]
-        pos = ast.Pos(t[3], t[4])
         if kind == WORD:
-            self.next()
+            self.i += 1
             first = self.name_operand(t)
-            if self.is_punct("|"):
+            n = self.toks[self.i]
+            if n[0] == PUNCT and n[1] == "|":
                 self.next()
                 u = self.next()
                 if u[0] != WORD:
@@ -686,7 +696,7 @@ class Parser:
                 second = self.name_operand(u)
                 if not isinstance(first, (ast.Reg, ast.Sink)) or not isinstance(second, (ast.Reg, ast.Sink)):
                     raise self.error("a '|' pair needs two registers", t)
-                return ast.PredPair(first, second, pos)
+                return ast.PredPair(first, second, ast.Pos(t[3], t[4]))
             return first
         if kind == INT or kind == FLOAT:
             return self.number()
@@ -708,7 +718,7 @@ class Parser:
                 inner = self.name_operand(u)
                 if not isinstance(inner, ast.Reg):
                     raise self.error(f"'!' needs a predicate register, not {u[1]!r}", u)
-                return ast.Negated(inner, pos)
+                return ast.Negated(inner, ast.Pos(t[3], t[4]))
         raise self.error(f"expected an operand but found {describe(t)}", t)
 
     def address(self):
