@@ -11,6 +11,7 @@ from zluda_py.driver import context as ctxmod
 from zluda_py.driver import init
 from zluda_py.driver import stream as streammod
 from zluda_py.driver.device import device_props
+from zluda_py.driver.library import Kernel
 from zluda_py.driver.module import Function, get_function
 from zluda_py.errors import (CudaError, CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE, CUDA_ERROR_INVALID_VALUE,
                              CUDA_ERROR_INVALID_CONTEXT)
@@ -20,8 +21,6 @@ CU_LAUNCH_PARAM_BUFFER_POINTER = 0x1
 CU_LAUNCH_PARAM_BUFFER_SIZE = 0x2
 
 # CUdevice_attribute
-_MAX_BLOCK_DIM = (2, 3, 4)
-_MAX_GRID_DIM = (5, 6, 7)
 _MULTIPROCESSOR_COUNT = 16
 
 # CUlaunchAttributeID
@@ -90,24 +89,24 @@ def pack_extra(f: Function, extra: int) -> bytes:
 
 def check_configuration(f: Function, grid: tuple, block: tuple, shared: int, shape_error=CUDA_ERROR_INVALID_VALUE):
     """Raise CUDA's error for an impossible launch; `shape_error` is the code for a bad grid/block shape."""
-    attrs = device_props(f.device).attributes
-    if any(g <= 0 for g in grid) or any(b <= 0 for b in block):
+    gmax, bmax, max_threads, max_shared = f.launch_limits()
+    gx, gy, gz = grid
+    bx, by, bz = block
+    if (0 < gx <= gmax[0] and 0 < gy <= gmax[1] and 0 < gz <= gmax[2] and 0 < bx <= bmax[0] and 0 < by <= bmax[1]
+            and 0 < bz <= bmax[2] and bx * by * bz <= max_threads and 0 <= shared <= max_shared):
+        return
+    if min(grid) <= 0 or min(block) <= 0:
         raise CudaError(shape_error, f"{f.name}: zero grid {grid} or block {block} dimension")
-    for axis, (g, b) in enumerate(zip(grid, block)):
-        gmax = attrs.get(_MAX_GRID_DIM[axis], (1 << 31) - 1 if axis == 0 else 65535)
-        bmax = attrs.get(_MAX_BLOCK_DIM[axis], 64 if axis == 2 else 1024)
-        if g > gmax:
-            raise CudaError(shape_error, f"{f.name}: grid dimension {'xyz'[axis]}={g} > {gmax}")
-        if b > bmax:
-            raise CudaError(shape_error, f"{f.name}: block dimension {'xyz'[axis]}={b} > {bmax}")
-    threads = block[0] * block[1] * block[2]
-    limit = f.max_threads()
-    if threads > limit:
-        raise CudaError(shape_error, f"{f.name}: {threads} threads per block > {limit}")
-    if shared < 0 or shared > f.dynamic_shared_limit():
-        raise CudaError(CUDA_ERROR_INVALID_VALUE,
-                        f"{f.name}: {shared} bytes of dynamic shared memory > {f.dynamic_shared_limit()} "
-                        f"(static {f.info.static_shared_bytes})")
+    for axis in range(3):
+        if grid[axis] > gmax[axis]:
+            raise CudaError(shape_error, f"{f.name}: grid dimension {'xyz'[axis]}={grid[axis]} > {gmax[axis]}")
+        if block[axis] > bmax[axis]:
+            raise CudaError(shape_error, f"{f.name}: block dimension {'xyz'[axis]}={block[axis]} > {bmax[axis]}")
+    if bx * by * bz > max_threads:
+        raise CudaError(shape_error, f"{f.name}: {bx * by * bz} threads per block > {max_threads}")
+    raise CudaError(CUDA_ERROR_INVALID_VALUE,
+                    f"{f.name}: {shared} bytes of dynamic shared memory > {max_shared} "
+                    f"(static {f.info.static_shared_bytes})")
 
 
 def launch(hfunc, grid, block, shared, hstream, kernel_params, extra, per_thread=False, cooperative=False):
@@ -118,7 +117,6 @@ def launch(hfunc, grid, block, shared, hstream, kernel_params, extra, per_thread
         if f.module.ctx.destroyed or f.module.ctx.device != ctx.device:
             raise CudaError(CUDA_ERROR_INVALID_CONTEXT, f"{f.name} was loaded in another context")
     grid, block = tuple(grid), tuple(block)
-    from zluda_py.driver.library import Kernel
     by_cudart = isinstance(handles.lookup(hfunc), Kernel)
     check_configuration(f, grid, block, shared,
                         CUDART_INVALID_CONFIGURATION if by_cudart else CUDA_ERROR_INVALID_VALUE)

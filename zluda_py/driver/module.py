@@ -56,6 +56,7 @@ class Function:
                          ATTR_REQUIRED_CLUSTER_DEPTH: 0, ATTR_NON_PORTABLE_CLUSTER_SIZE_ALLOWED: 0,
                          ATTR_CLUSTER_SCHEDULING_POLICY_PREFERENCE: 0}
         self._c_name = None
+        self._limits = None
         handles.new(self)
 
     @property
@@ -77,6 +78,16 @@ class Function:
                     n *= max(d, 1)
                 limit = min(limit, n)
         return limit
+
+    def launch_limits(self) -> tuple:
+        """(max grid dims, max block dims, max threads per block, max dynamic shared bytes), cached."""
+        lim = self._limits
+        if lim is None:
+            attrs = device_props(self.device).attributes
+            grid = tuple(attrs.get(a, d) for a, d in ((5, (1 << 31) - 1), (6, 65535), (7, 65535)))
+            block = tuple(attrs.get(a, d) for a, d in ((2, 1024), (3, 1024), (4, 64)))
+            lim = self._limits = (grid, block, self.max_threads(), self.dynamic_shared_limit())
+        return lim
 
     def dynamic_shared_limit(self) -> int:
         """Largest dynamic shared memory a launch may ask for."""
@@ -122,6 +133,7 @@ class Function:
         if attrib == ATTR_PREFERRED_SHARED_MEMORY_CARVEOUT and not (-1 <= value <= 100):
             raise CudaError(CUDA_ERROR_INVALID_VALUE, f"shared memory carveout {value} is not -1..100")
         self.settable[attrib] = value
+        self._limits = None
 
 
 class Module:
