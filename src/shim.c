@@ -1,8 +1,10 @@
 /* Hand-written C of the shim: makes libpython's symbols global before Python starts, and tells Python
  * where the shim lives (so the embedded interpreter finds the zluda_py package next to it). */
 #define _GNU_SOURCE
+#include <Python.h>
 #include <dlfcn.h>
 #include <link.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "zluda_shim.h"
@@ -26,12 +28,31 @@ static int promote_libpython(struct dl_phdr_info *info, size_t size, void *data)
 
 /* Whether Python was already running when the shim was loaded (ctypes, numba) rather than started by the
  * shim inside a C program; in the latter case Python guessed sys.executable from PATH. */
-int Py_IsInitialized(void);
 static int host_is_python;
+int zluda_shim_disabled;
+
+/* Loaded into a running Python of another minor version, the shim's Py* calls bind to that interpreter,
+ * whose ABI differs: entering Python would hang or crash the host. Refuse every call instead. */
+static int host_python_mismatch(void)
+{
+    char want[32];
+    snprintf(want, sizeof want, "%d.%d.", PY_MAJOR_VERSION, PY_MINOR_VERSION);
+    const char *running = Py_GetVersion();  /* the host interpreter's: it comes first in symbol lookup */
+    if (strncmp(running, want, strlen(want)) == 0)
+        return 0;
+    fprintf(stderr, "[zluda] this libcuda.so.1 was built for Python %d.%d but the process runs Python %.*s: "
+            "every CUDA call will fail; build a shim with that Python (python3.X -m zluda_py.cli libdir)\n",
+            PY_MAJOR_VERSION, PY_MINOR_VERSION, (int)strcspn(running, " "), running);
+    return 1;
+}
 
 __attribute__((constructor)) static void zluda_shim_loaded(void)
 {
     host_is_python = Py_IsInitialized();
+    if (host_is_python && host_python_mismatch()) {
+        zluda_shim_disabled = 1;
+        return;
+    }
     dl_iterate_phdr(promote_libpython, NULL);
 }
 

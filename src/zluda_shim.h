@@ -8,6 +8,18 @@
  * arguments; returns a CUresult. Implemented by cffi (extern "Python+C"); safe from any thread. */
 int zluda_dispatch(int fid, uint64_t *args);
 
+/* Set at load time when Python cannot be entered safely (see src/shim.c); every call then fails with
+ * CUDA_ERROR_SHARED_OBJECT_INIT_FAILED (303) without touching Python. */
+extern int zluda_shim_disabled;
+
+/* What every generated entry point calls. */
+static inline int zluda_enter(int fid, uint64_t *args)
+{
+    if (__builtin_expect(zluda_shim_disabled, 0))
+        return 303;
+    return zluda_dispatch(fid, args);
+}
+
 /* The address of exported function `fid` (for cuGetProcAddress), NULL when out of range. Generated. */
 void *zluda_fn_address(int fid);
 

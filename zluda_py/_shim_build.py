@@ -92,7 +92,7 @@ def generate_c(decls) -> str:
         out.append(f"int {f['name']}({decl}) {{")
         out.append(f"    uint64_t a[{max(1, len(names))}];")
         out.extend("    " + _pack(p["abi"], i, n) for i, (p, n) in enumerate(zip(f["params"], names)))
-        out.append(f"    return zluda_dispatch({fid}, a);")
+        out.append(f"    return zluda_enter({fid}, a);")
         out.append("}")
     out.append(f"static void *const zluda_fn_table[{len(funcs)}] = {{")
     out.extend(f"    (void *){f['name']}," for f in funcs)

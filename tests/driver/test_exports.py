@@ -267,3 +267,29 @@ def test_argument_packing_every_abi_class(shim_libdir):
             dispatch.HANDLERS[fid] = saved
     assert seen == [(2**64 - 1, 12345, 3, 2, -7), (0xABC0, 0.5, -1024.25), (0xFFFF_FFFF_FFF0, 0xFFFF_FFFF, -2),
                     (1 << 40, 0xFE, 3), (0x1000, blob, 0x80000001)]
+
+
+def _other_python():
+    """Another installed CPython 3.x of a different minor version than this one, or None."""
+    import glob
+    candidates = [shutil.which(f"python3.{minor}") for minor in range(8, 20) if minor != sys.version_info.minor]
+    candidates += sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.*/bin/python3")))  # pyenv installs
+    for exe in filter(None, candidates):
+        r = subprocess.run([exe, "-c", "import ctypes, sys; print(sys.version_info.minor)"], capture_output=True,
+                           text=True)
+        if r.returncode == 0 and r.stdout.strip() != str(sys.version_info.minor):
+            return exe
+    return None
+
+
+def test_other_python_version_is_refused_not_hung(shim_libdir, tmp_path):
+    """Loaded into a Python of another minor version, every call fails with 303 and a message, at once."""
+    exe = _other_python()
+    if exe is None:
+        pytest.skip("no Python of another minor version installed")
+    script = (f"import ctypes; lib = ctypes.CDLL({os.path.join(shim_libdir, 'libcuda.so.1')!r}); "
+              "v = ctypes.c_int(7); print(lib.cuDriverGetVersion(ctypes.byref(v)), lib.cuInit(0), v.value)")
+    r = subprocess.run([exe, "-c", script], capture_output=True, text=True, cwd=str(tmp_path), env=clean_env(),
+                       timeout=60)
+    assert r.returncode == 0 and r.stdout.split() == ["303", "303", "7"], r.stdout + r.stderr
+    assert f"was built for Python 3.{sys.version_info.minor} but the process runs Python" in r.stderr
