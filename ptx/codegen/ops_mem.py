@@ -82,8 +82,22 @@ def op_ld(em, ins):
     n = vec_of(ins.mods)
     order = _ordering(ins.mods)
     dst, src = ins.operands[0], ins.operands[1]
-    base = em.address(src, space)
     size = T.size_of(t)
+    if space == "param" and order is None and isinstance(src, A.Address) and src.base \
+            and em.m.kernel_param_offset(src.base) is not None and not em.is_register(src.base):
+        # kernel parameters are constant for the launch: load them once, in the entry block
+        off = em.m.kernel_param_offset(src.base) + src.offset
+        pb = em.params_base()
+        ty = T.llvm_type(t)
+        elems = dst.elems if isinstance(dst, A.Vector) else [dst]
+        for i, e in enumerate(elems):
+            o = off + i * size
+            p = em.invariant(("kpp", o), lambda: f"getelementptr i8, ptr {pb}, i64 {o}")
+            al = min(size, (o & -o) or size)
+            v = em.invariant(("kpv", o, ty), lambda: f"load {ty}, ptr {p}, align {al}")
+            em.write(e, v, t)
+        return
+    base = em.address(src, space)
     align = size
     if n == 1:
         v = _load(em, base, t, order, align)
