@@ -3,6 +3,7 @@ PTX entries, decompress them (LZ4 block / zstd) and pick the one to compile for 
 
 from __future__ import annotations
 
+import os
 import struct
 from dataclasses import dataclass
 
@@ -242,44 +243,68 @@ def parse_image(data: bytes) -> ModuleImage:
 
 # --- reading from a raw pointer of unknown size -----------------------------------------------------
 
+_libc = None
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def _mapped(addr: int, n: int) -> bool:
+    """Whether [addr, addr+n) is mapped memory: a lying size in an image must not fault the process."""
+    global _libc
+    if _libc is None:
+        import cffi
+        ffi = cffi.FFI()
+        ffi.cdef("int mincore(void *addr, size_t length, unsigned char *vec);")
+        _libc = (ffi, ffi.dlopen(None))
+    ffi, libc = _libc
+    start = addr & ~(_PAGE - 1)
+    length = addr + n - start
+    vec = ffi.new("unsigned char[]", (length + _PAGE - 1) // _PAGE or 1)
+    return libc.mincore(ffi.cast("void *", start), length, vec) == 0
+
+
+def _read(addr: int, n: int, what: str) -> bytes:
+    if n and addr and not _mapped(addr, n):
+        raise _bad(f"{what} at {addr:#x} declares {n} bytes that run past mapped memory")
+    return cmem.read_bytes(addr, n, what)
+
 def _read_fatbins_at(addr: int) -> list:
     """Entries of the fatbin header at `addr`; empty headers before a real one are skipped."""
     entries = []
     for _ in range(64):
-        hdr = cmem.read_bytes(addr, _FATBIN_HEADER.size, "fatbin")
+        hdr = _read(addr, _FATBIN_HEADER.size, "fatbin")
         magic, _ver, hsize, size = _FATBIN_HEADER.unpack(hdr)
         if magic != FATBIN_MAGIC:
             raise _bad(f"bad fatbin magic {magic:#x} at {addr:#x}")
         if hsize < _FATBIN_HEADER.size or size > _MAX_IMAGE:
             raise _bad(f"fatbin header at {addr:#x} declares header size {hsize}, entries size {size}")
         if size:
-            return parse_entries(cmem.read_bytes(addr + hsize, size, "fatbin entries"), hsize)
+            return parse_entries(_read(addr + hsize, size, "fatbin entries"), hsize)
         addr += hsize
     return entries
 
 
 def _read_elf_at(addr: int) -> bytes:
-    hdr = cmem.read_bytes(addr, _ELF64_HEADER.size, "ELF image")
+    hdr = _read(addr, _ELF64_HEADER.size, "ELF image")
     f = _ELF64_HEADER.unpack(hdr)
     phoff, shoff, phentsize, phnum, shentsize, shnum = f[5], f[6], f[9], f[10], f[11], f[12]
     end = max(_ELF64_HEADER.size, phoff + phentsize * phnum, shoff + shentsize * shnum)
     if end > _MAX_IMAGE:
         raise _bad("ELF headers declare an impossible size")
     if shnum and shentsize >= 64:
-        table = cmem.read_bytes(addr + shoff, shentsize * shnum, "ELF section headers")
+        table = _read(addr + shoff, shentsize * shnum, "ELF section headers")
         for i in range(shnum):
             _n, stype, _fl, _a, offset, size = struct.unpack_from("<IIQQQQ", table, i * shentsize)
             if stype != 8:
                 end = max(end, offset + size)
         if end > _MAX_IMAGE:
             raise _bad("ELF sections declare an impossible size")
-    return cmem.read_bytes(addr, end, "ELF image")
+    return _read(addr, end, "ELF image")
 
 
 def _read_archive_at(addr: int) -> bytes:
     off = len(AR_MAGIC)
     for _ in range(1 << 16):
-        hdr = cmem.read_bytes(addr + off, 60, "archive member")
+        hdr = _read(addr + off, 60, "archive member")
         if hdr[58:60] != b"`\n":
             break
         try:
@@ -290,20 +315,20 @@ def _read_archive_at(addr: int) -> bytes:
         if off > _MAX_IMAGE:
             raise _bad("archive declares an impossible size")
         # A member may be the last thing mapped: stop where a following header would not fit.
-        nxt = cmem.read_bytes(addr + off, 1, "archive")
+        nxt = _read(addr + off, 1, "archive")
         if nxt == b"\0":
             break
-    return cmem.read_bytes(addr, off, "archive")
+    return _read(addr, off, "archive")
 
 
 def read_image(addr: int) -> ModuleImage:
     """Sniff and parse an image given only its address (cuModuleLoadData, cuLibraryLoadData, ...)."""
     if not addr:
         raise CudaError(CUDA_ERROR_INVALID_VALUE, "image pointer is NULL")
-    head = cmem.read_bytes(addr, 4, "image")
+    head = _read(addr, 4, "image")
     magic, = struct.unpack("<I", head)
     if magic == WRAPPER_MAGIC:
-        _m, version, data, extra = struct.unpack("<IIQQ", cmem.read_bytes(addr, 24, "fatbin wrapper"))
+        _m, version, data, extra = struct.unpack("<IIQQ", _read(addr, 24, "fatbin wrapper"))
         if version not in (1, 2):
             raise _bad(f"fatbin wrapper version {version} is not 1 or 2")
         if not data:
@@ -311,7 +336,7 @@ def read_image(addr: int) -> ModuleImage:
         entries = _read_fatbins_at(data)
         if version == 2 and extra:
             for i in range(4096):
-                sub = cmem.read_u64(extra + 8 * i)
+                sub, = struct.unpack("<Q", _read(extra + 8 * i, 8, "prelinked fatbin list"))
                 if not sub:
                     break
                 entries += _read_fatbins_at(sub)
@@ -320,7 +345,7 @@ def read_image(addr: int) -> ModuleImage:
         return ModuleImage("fatbin", entries=_read_fatbins_at(addr))
     if head == ELF_MAGIC:
         return _parse_elf(_read_elf_at(addr))
-    if head == AR_MAGIC[:4] and cmem.read_bytes(addr, 8, "image") == AR_MAGIC:
+    if head == AR_MAGIC[:4] and _read(addr, 8, "image") == AR_MAGIC:
         return _parse_archive(_read_archive_at(addr))
     text = cmem.read_cstring(addr, "PTX image", limit=_MAX_PTX).encode("utf-8", "surrogateescape")
     return _ptx_from_text(text)

@@ -212,3 +212,26 @@ def test_random_mutations_only_raise_cuda_error(build):
             fatbin.load_ptx_from_bytes(bytes(data), 86)
         except CudaError:
             pass
+
+
+def test_pointer_with_lying_sizes_never_faults(build):
+    """Through a raw pointer the size is whatever the headers say: sizes past mapped memory fail cleanly."""
+    raw = _fatbin(build, "k86_speed.fatbin", "-gencode", "arch=compute_86,code=compute_86", "--compress-mode=speed")
+    for declared in (1 << 28, (1 << 31) - 64):
+        buf, addr = _at(raw[:8] + struct.pack("<Q", declared) + raw[16:])
+        with pytest.raises(CudaError) as e:
+            fatbin.read_image(addr)
+        assert e.value.code == CUDA_ERROR_INVALID_IMAGE
+    # a wrapper whose data pointer is not mapped (page 1 never is)
+    wrap, wrap_addr = _at(struct.pack("<IIQQ", fatbin.WRAPPER_MAGIC, 1, 0x1000, 0))
+    with pytest.raises(CudaError) as e:
+        fatbin.read_image(wrap_addr)
+    assert e.value.code == CUDA_ERROR_INVALID_IMAGE
+    # an ELF whose section table lies far beyond the image
+    cubin = build("k.cubin", "-cubin", "-arch=sm_86")
+    bad = bytearray(cubin)
+    bad[40:48] = struct.pack("<Q", 1 << 30)          # e_shoff
+    buf, addr = _at(bytes(bad))
+    with pytest.raises(CudaError) as e:
+        fatbin.read_image(addr)
+    assert e.value.code == CUDA_ERROR_INVALID_IMAGE
