@@ -404,6 +404,11 @@ def rand_float_bits(rng, tn, n, cross_with=None, specials=True):
     return raw
 
 
+def ordinary_floats(rng, n, lo=-12, hi=12):
+    """float64 values of random sign with exponents in [lo, hi): no specials, no denormals."""
+    return rng.uniform(1, 2, n) * np.exp2(rng.integers(lo, hi, n)) * rng.choice([-1.0, 1.0], n)
+
+
 def rand_floats(rng, tn, n, specials=True):
     return rand_float_bits(rng, tn, n, specials=specials).view(_FLOAT_INFO[tn][0])
 
@@ -667,12 +672,20 @@ def _zero_sum_sign(x, y, mode):
     return -0.0 if mode == "rm" else 0.0
 
 
-def exact_op(op, vals, tn, mode):
-    """One element of the IEEE operation with exact rounding (inputs already flushed if .ftz)."""
+def exact_op(op, vals, tn, mode, ftz=False):
+    """One element of the IEEE operation with exact rounding (inputs already flushed if .ftz).
+    With ftz, a result whose exact value is below the normal range becomes a signed zero: the GPU
+    detects tininess before rounding (checked on H200: -2^-126 / (1+2^-23) with .rm.ftz gives -0)."""
     a = vals[0]
     if any(math.isnan(v) for v in vals):
         return math.nan
     fin = all(math.isfinite(v) for v in vals)
+
+    def rnd(r):
+        if ftz and abs(r) < Fraction(2) ** FORMATS[tn][1]:
+            return -0.0 if r < 0 else 0.0
+        return round_fraction(r, tn, mode)
+
     if op in ("add", "sub", "mul", "fma", "div", "rcp"):
         if op == "rcp":
             vals, op = [1.0, a], "div"
@@ -688,23 +701,26 @@ def exact_op(op, vals, tn, mode):
                     return x + y
                 if op == "mul":
                     return float(np.float64(x) * np.float64(y))
+                c = vals[2]
+                if math.isfinite(x) and math.isfinite(y):
+                    return c  # the exact (finite) product cannot cancel an infinite addend
                 p = float(np.float64(x) * np.float64(y))
-                return p + vals[2] if not math.isnan(p) else math.nan
+                return p + c if not math.isnan(p) else math.nan
         if op == "add":
             r = _fr(x) + _fr(y)
-            return round_fraction(r, tn, mode) if r != 0 else _zero_sum_sign(x, y, mode)
+            return rnd(r) if r != 0 else _zero_sum_sign(x, y, mode)
         if op == "mul":
             r = _fr(x) * _fr(y)
-            return round_fraction(r, tn, mode) if r != 0 else math.copysign(0.0, x) * math.copysign(1, y)
+            return rnd(r) if r != 0 else math.copysign(0.0, x) * math.copysign(1, y)
         if op == "div":
             r = _fr(x) / _fr(y)
-            return round_fraction(r, tn, mode) if r != 0 else math.copysign(0.0, x) * math.copysign(1, y)
+            return rnd(r) if r != 0 else math.copysign(0.0, x) * math.copysign(1, y)
         if op == "fma":
             c = vals[2]
             p = _fr(x) * _fr(y)
             r = p + _fr(c)
             if r != 0:
-                return round_fraction(r, tn, mode)
+                return rnd(r)
             psign = math.copysign(1, x) * math.copysign(1, y)
             if p == 0 and c == 0:
                 return _zero_sum_sign(math.copysign(0.0, psign), c, mode)

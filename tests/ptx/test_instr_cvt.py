@@ -158,16 +158,18 @@ def ref(case, v):
         return K.round_fraction(Fraction(_int_of(v, src)), dst, rnd)
     if ftz and K.is_subnormal([v], src)[0]:
         v = math.copysign(0.0, v)
-    if dst in INTS:  # float -> int saturates; NaN -> 0
+    if dst in INTS:  # float -> int saturates
         if math.isnan(v):
-            return 0
+            # H200: NaN -> 0 from f16/f32 into <= 32 bits; from f64, or into 64 bits, NaN gives the
+            # bit pattern 1 << (width-1) (0x80 for u8, 0x8000...0 for u64) -- the F2I "indefinite"
+            return 0 if (src in ("f16", "f32", "bf16") and _bits(dst) <= 32) else _wrap(1 << (_bits(dst) - 1), dst)
         lo, hi = _range(dst)
         if math.isinf(v):
             return hi if v > 0 else lo
         return min(max(_round_int(v, rnd), lo), hi)
     # float -> float
     if math.isnan(v):
-        return math.nan
+        return 0.0 if sat else math.nan  # .sat turns NaN into +0 (checked on H200)
     if rnd in IRND:
         r = v if math.isinf(v) or v == 0 else float(_round_int(v, rnd))
         r = math.copysign(r, v) if r == 0 else r   # integral rounding keeps the sign of zero
@@ -179,8 +181,8 @@ def ref(case, v):
         r = math.copysign(0.0, r)
     if sat:
         r = 0.0 if (math.isnan(r) or r <= 0) else min(r, 1.0)
-    if relu and not math.isnan(r) and r < 0:
-        r = 0.0
+    if relu and not math.isnan(r) and r <= 0:
+        r = 0.0  # .relu: negative and -0 results become +0 (checked on H200)
     return r
 
 

@@ -77,9 +77,7 @@ def test_float_exact(name, rng):
     cols = [K.ftz(x, tn) if ftz else x.astype(np.float64) for x in ins]
     want = []
     for vals in zip(*[c.tolist() for c in cols]):
-        r = exact_ref(op, list(vals), tn, mode)
-        if ftz and r != 0 and math.isfinite(r) and abs(r) < 2.0 ** -126:
-            r = math.copysign(0.0, r)
+        r = exact_ref(op, list(vals), tn, mode, ftz=ftz)
         if sat:
             r = 0.0 if (math.isnan(r) or r <= 0) else min(r, 1.0)
         want.append(r)
@@ -107,17 +105,25 @@ with np.errstate(all="ignore"):
         approx_case(f"rcp.approx{ftz}", "f32", 1, lambda a: 1 / a, ulps=1)
         approx_case(f"sqrt.approx{ftz}", "f32", 1, np.sqrt, rel_err=2.0 ** -22)
         approx_case(f"rsqrt.approx{ftz}", "f32", 1, lambda a: 1 / np.sqrt(a), rel_err=2.0 ** -22)
-    approx_case("rcp.approx.ftz", "f64", 1, lambda a: 1 / a, rel_err=2.0 ** -22)
+    # rcp.approx.ftz.f64: H200 reaches a relative error of 2^-20.1 (it refines a ~20-bit estimate only once)
+    approx_case("rcp.approx.ftz", "f64", 1, lambda a: 1 / a, rel_err=2.0 ** -19)
     approx_case("rsqrt.approx", "f64", 1, lambda a: 1 / np.sqrt(a), rel_err=2.0 ** -22)
 
 
 @pytest.mark.parametrize("name", sorted(APPROX))
 def test_float_approx(name, rng):
     arity, tn, fn, tol = APPROX[name]
+    ftz = "_ftz" in name
     dt = np.float32 if tn == "f32" else np.float64
     ins = [K.rand_float_bits(rng, tn, N, specials=False).view(dt) for _ in range(arity)]
     if name.startswith(("sqrt", "rsqrt")):
         ins[0] = np.abs(ins[0])
+    if name.startswith("div_approx"):
+        # the ISA bounds div.approx only for |b| in [2^-126, 2^126]
+        b = ins[1]
+        with np.errstate(invalid="ignore"):
+            out = ~((np.abs(b) >= 2.0 ** -126) & (np.abs(b) <= 2.0 ** 126))
+        b[out] = K.ordinary_floats(rng, int(out.sum())).astype(dt)
     # exact special cases every approximation must honour
     specials = {1: [(0.0,), (-0.0,), (np.inf,), (1.0,), (4.0,)], 2: [(1.0, np.inf), (np.inf, 2.0), (0.0, 3.0),
                                                                    (6.0, 3.0), (-8.0, 2.0)]}[arity]
@@ -127,8 +133,14 @@ def test_float_approx(name, rng):
         for j, v in enumerate(vals):
             ins[j][k] = v
     (got,) = K.run_elementwise(KS, name, ins, [tn], rng)
+    xs = [K.ftz(x, tn) if ftz else x.astype(np.float64) for x in ins]
     with np.errstate(all="ignore"):
-        exact = fn(*[x.astype(np.float64) for x in ins])
+        exact = fn(*xs)
+        g = got.astype(np.float64)
+        # past the format's range infinity is the right answer; with .ftz so is zero below the normal range
+        over = (np.abs(exact) > np.finfo(dt).max) & np.isinf(g) & (np.sign(g) == np.sign(exact))
+        under = ftz & (np.abs(exact) < np.finfo(dt).tiny) & (g == 0)
+    exact = np.where(over | under, g, exact)
     K.check_close(got, exact, tn, ins, name, **tol)
 
 
@@ -192,7 +204,8 @@ TESTP = {
     "infinite": np.isinf,
     "number": lambda x: ~np.isnan(x),
     "notanumber": np.isnan,
-    "normal": lambda x: np.isfinite(x) & (np.abs(x) >= np.finfo(x.dtype).tiny),
+    # H200: testp.normal is true for +-0 as well (not subnormal, not inf, not NaN)
+    "normal": lambda x: np.isfinite(x) & ((np.abs(x) >= np.finfo(x.dtype).tiny) | (x == 0)),
     "subnormal": lambda x: (np.abs(x) < np.finfo(x.dtype).tiny) & (x != 0),
 }
 for tn in ("f32", "f64"):

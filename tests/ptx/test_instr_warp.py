@@ -283,27 +283,27 @@ def test_redux(key, rng):
 KS.add("warp_sync_exchange", """
 .visible .entry warp_sync_exchange(.param .u64 in0, .param .u64 out0)
 {
-.reg .u32 %tid, %v, %other;
+.reg .u32 %t, %v, %other;
 .reg .u64 %p, %q, %sh, %off;
 .shared .align 4 .b32 buf[128];
-mov.u32 %tid, %tid.x;
+mov.u32 %t, %tid.x;
 ld.param.u64 %p, [in0];
 cvta.to.global.u64 %p, %p;
-mul.wide.u32 %off, %tid, 4;
+mul.wide.u32 %off, %t, 4;
 add.u64 %q, %p, %off;
 ld.global.u32 %v, [%q];
 mov.u64 %sh, buf;
 add.u64 %sh, %sh, %off;
 st.shared.u32 [%sh], %v;
 bar.warp.sync 0xffffffff;
-xor.b32 %other, %tid, 31;
+xor.b32 %other, %t, 31;
 mul.wide.u32 %off, %other, 4;
 mov.u64 %sh, buf;
 add.u64 %sh, %sh, %off;
 ld.shared.u32 %v, [%sh];
 ld.param.u64 %p, [out0];
 cvta.to.global.u64 %p, %p;
-mul.wide.u32 %off, %tid, 4;
+mul.wide.u32 %off, %t, 4;
 add.u64 %q, %p, %off;
 st.global.u32 [%q], %v;
 ret;
