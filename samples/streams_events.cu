@@ -88,6 +88,9 @@ int main() {
     cudaError_t e = cudaEventElapsedTime(&dummy, start, done[0]);
     expect(e == cudaErrorInvalidResourceHandle, "elapsed time with a DisableTiming event is an error");
     if (e != cudaErrorInvalidResourceHandle) printf("  got %s\n", cudaGetErrorName(e));
+    // The failed call is also the last error, until read.
+    expect(cudaGetLastError() == cudaErrorInvalidResourceHandle, "the failed call is the last error");
+    expect(cudaGetLastError() == cudaSuccess, "reading the last error clears it");
 
     float *ref = new float[n];
     for (int k = 0; k < nstreams; k++)

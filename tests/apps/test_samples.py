@@ -1,0 +1,109 @@
+"""Every nvcc-built sample in samples/, in each build flavour, runs unmodified through `zluda-py run` and passes.
+
+The samples are built once per session by scripts/build_samples (skipped when nvcc is absent).
+A sample passes when it exits 0, its last line is PASS, and (for the printf sample) the lines the
+device printed appear, in order, exactly as a real GPU prints them.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLES_DIR = ROOT / "samples"
+BUILD_DIR = SAMPLES_DIR / "build"
+BUILD_SCRIPT = ROOT / "scripts" / "build_samples"
+FLAVOURS = ("ptx", "default", "compressed")
+SAMPLES = sorted(p.stem for p in SAMPLES_DIR.glob("*.cu"))
+# Seconds per sample run; the CPU emulator compiles every kernel on first use.
+RUN_TIMEOUT = int(os.environ.get("ZLUDA_SAMPLE_TIMEOUT", "600"))
+
+# What device printf must produce (as NVIDIA's driver prints it), in this order.
+EXPECTED_LINES = {
+    "device_printf": [
+        "printf: int=42 unsigned=3735928559 hex=deadbeef HEX=DEADBEEF",
+        "printf: ll=-1234567890123 neg=-42 char=Z str=hello pct=%",
+        "printf: float=3.142 double=2.718282 exp=2.72e+00 width=[   3.1] left=[42   ]",
+        "printf: launch 0 block 0 of 1 threads 64",
+        "printf: launch 1 block 0 of 1 threads 64",
+        "printf: launch 2 block 0 of 1 threads 64",
+        "printf: data[0] = 1",
+        "printf: data[1] = 4",
+        "printf: data[2] = 9",
+        "printf: data[3] = 16",
+        "printf: data[4] = 25",
+        "printf: from constant memory",
+    ],
+}
+
+
+def _nvcc() -> str | None:
+    for cand in (os.environ.get("NVCC"), shutil.which("nvcc"), "/usr/local/cuda/bin/nvcc"):
+        if cand and os.path.isfile(cand) and os.access(cand, os.X_OK):
+            return cand
+    return None
+
+
+@pytest.fixture(scope="session")
+def built_samples() -> Path:
+    """Builds (or brings up to date) every sample in every flavour, once per session."""
+    if _nvcc() is None:
+        pytest.skip("nvcc not found: the samples cannot be built")
+    proc = subprocess.run([sys.executable, str(BUILD_SCRIPT), "-q"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=3600)
+    if proc.returncode != 0:
+        pytest.fail(f"scripts/build_samples failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
+    return BUILD_DIR
+
+
+def _first_error_line(text: str) -> str:
+    for line in text.splitlines():
+        low = line.lower()
+        if any(k in low for k in ("error", "mismatch", "failed", "fail", "traceback", "exception")):
+            return line.strip()
+    return ""
+
+
+def _check_lines_in_order(stdout_lines: list[str], expected: list[str]) -> list[str]:
+    """Expected lines missing from stdout, or out of order (each must follow the previous one)."""
+    missing, pos = [], 0
+    for want in expected:
+        try:
+            pos = stdout_lines.index(want, pos) + 1
+        except ValueError:
+            missing.append(want)
+    return missing
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+@pytest.mark.parametrize("name", SAMPLES)
+def test_sample_runs_through_shim(built_samples, shim_libdir, name, flavour):
+    binary = built_samples / flavour / name
+    assert binary.exists(), f"{binary} was not built"
+    env = dict(os.environ)
+    env.setdefault("ZLUDA_LOG", "1")  # a failing call names itself on stderr
+    try:
+        proc = subprocess.run([sys.executable, "-m", "zluda_py.cli", "run", "--", str(binary)], cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=RUN_TIMEOUT, errors="replace")
+    except subprocess.TimeoutExpired as e:
+        out = (e.stdout or b"")
+        out = out.decode(errors="replace") if isinstance(out, bytes) else out
+        pytest.fail(f"{flavour}/{name} timed out after {RUN_TIMEOUT}s; stdout tail:\n{out[-2000:]}")
+    lines = [ln.rstrip("\r") for ln in proc.stdout.splitlines()]
+    nonempty = [ln for ln in lines if ln.strip()]
+    summary = (f"{flavour}/{name}: exit {proc.returncode}; first error: "
+               f"{_first_error_line(proc.stdout) or _first_error_line(proc.stderr) or '(none)'}\n"
+               f"--- stdout (tail) ---\n{proc.stdout[-3000:]}\n--- stderr (tail) ---\n{proc.stderr[-3000:]}")
+    assert proc.returncode == 0, summary
+    assert nonempty and nonempty[-1].strip() == "PASS", summary
+    missing = _check_lines_in_order(lines, EXPECTED_LINES.get(name, []))
+    assert not missing, f"device printf lines missing or out of order: {missing}\n{summary}"
+
+
+def test_sample_count():
+    """The suite promises at least 25 samples."""
+    assert len(SAMPLES) >= 25, SAMPLES
