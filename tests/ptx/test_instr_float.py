@@ -1,6 +1,9 @@
 """f32/f64 arithmetic: add/sub/mul/fma/mad/div/rcp/sqrt with every rounding mode, .ftz and .sat, the .approx
 and .full forms within their error bounds, min/max (NaN and signed-zero rules), abs/neg/copysign, testp.
-References are exact: rationals rounded to the format in the requested direction."""
+References are exact: rationals rounded to the format in the requested direction.
+References checked on an NVIDIA H200 (driver 580, PTX JIT for sm_86), 2026-11-29: every test here passed
+with PTXKIT_BACKEND=cuda (see ptxkit.py); the corrections that hardware forced are noted where they apply.
+"""
 
 import math
 

