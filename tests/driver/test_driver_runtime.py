@@ -225,3 +225,69 @@ def test_destroyed_stream_finishes_its_work(shim_libdir):
         print(done)
     """)
     assert check(r).splitlines() == ["0 400", "[7]"]
+
+
+def test_random_2d_3d_copies_and_fills_match_numpy(shim_libdir):
+    """Random boxes, offsets and pitches, host<->device<->device, checked element by element against
+    numpy slicing; outputs poisoned before every copy."""
+    r = run_py(shim_libdir, """
+        import numpy as np, struct
+        primary()
+        rng = np.random.default_rng()
+        HOST, DEVICE = 1, 2
+        def memcpy3d(src, dst, w, h, d):
+            # src/dst: (memtype, address, x, y, z, pitch, height); CUDA_MEMCPY3D is 25 u64 slots
+            q = [0] * 25
+            for base, (mt, addr, x, y, z, pitch, height) in ((0, src), (11, dst)):
+                q[base:base + 4] = [x, y, z, 0]
+                q[base + 4] = mt
+                q[base + 5 if mt == HOST else base + 6] = addr
+                q[base + 9], q[base + 10] = pitch, height
+            q[22:25] = [w, h, d]
+            buf = ctypes.create_string_buffer(struct.pack("<25Q", *q))
+            return lib.cuMemcpy3D_v2(buf)
+        for case in range(120):
+            D, H, W = (int(v) for v in rng.integers(1, 9, 3))
+            spitch, dpitch = W + int(rng.integers(0, 40)), W + int(rng.integers(0, 40))
+            sheight, dheight = H + int(rng.integers(0, 4)), H + int(rng.integers(0, 4))
+            sx, sy, sz = int(rng.integers(0, 5)), int(rng.integers(0, 3)), int(rng.integers(0, 2))
+            dx, dy, dz = int(rng.integers(0, 5)), int(rng.integers(0, 3)), int(rng.integers(0, 2))
+            spitch, dpitch = max(spitch, sx + W), max(dpitch, dx + W)
+            sheight, dheight = max(sheight, sy + H), max(dheight, dy + H)
+            src = rng.integers(0, 256, (sz + D, sheight, spitch), dtype=np.uint8)
+            dst = np.full((dz + D, dheight, dpitch), 0xEE, np.uint8)
+            want = dst.copy()
+            want[dz:dz + D, dy:dy + H, dx:dx + W] = src[sz:sz + D, sy:sy + H, sx:sx + W]
+            kind = case % 3      # 0: device->host, 1: device->device, 2: host->device
+            dsrc, ddst = ctypes.c_uint64(), ctypes.c_uint64()
+            ok(lib.cuMemAlloc_v2(P(dsrc), ctypes.c_size_t(src.nbytes)))
+            ok(lib.cuMemAlloc_v2(P(ddst), ctypes.c_size_t(dst.nbytes)))
+            ok(lib.cuMemcpyHtoD_v2(dsrc, src.ctypes.data_as(ctypes.c_void_p), ctypes.c_size_t(src.nbytes)))
+            ok(lib.cuMemcpyHtoD_v2(ddst, dst.ctypes.data_as(ctypes.c_void_p), ctypes.c_size_t(dst.nbytes)))
+            s_side = (DEVICE, dsrc.value, sx, sy, sz, spitch, sheight)
+            if kind == 2:
+                s_side = (HOST, src.ctypes.data, sx, sy, sz, spitch, sheight)
+            if kind == 0:
+                host_dst = dst.copy()
+                ok(memcpy3d(s_side, (HOST, host_dst.ctypes.data, dx, dy, dz, dpitch, dheight), W, H, D))
+                assert np.array_equal(host_dst, want), f"case {case}"
+                ok(lib.cuMemcpyHtoD_v2(ddst, host_dst.ctypes.data_as(ctypes.c_void_p), ctypes.c_size_t(dst.nbytes)))
+            else:
+                ok(memcpy3d(s_side, (DEVICE, ddst.value, dx, dy, dz, dpitch, dheight), W, H, D), f"case {case}")
+            got = np.full_like(dst, 0x11)
+            ok(lib.cuMemcpyDtoH_v2(got.ctypes.data_as(ctypes.c_void_p), ddst, ctypes.c_size_t(got.nbytes)))
+            assert np.array_equal(got, want), f"case {case}: {(D, H, W, spitch, dpitch, sx, sy, sz, dx, dy, dz)}"
+            # and a 2D fill of random u16 over a random sub-rectangle of the destination
+            rows, cols = int(rng.integers(1, dheight + 1)), int(rng.integers(1, dpitch // 2 + 1))
+            value = int(rng.integers(0, 1 << 16))
+            if dpitch % 2 == 0:
+                ok(lib.cuMemsetD2D16_v2(ddst, ctypes.c_size_t(dpitch), ctypes.c_ushort(value),
+                                        ctypes.c_size_t(cols), ctypes.c_size_t(rows)))
+                ok(lib.cuMemcpyDtoH_v2(got.ctypes.data_as(ctypes.c_void_p), ddst, ctypes.c_size_t(got.nbytes)))
+                view = want.reshape(-1, dpitch)[:rows, :2 * cols].view(np.uint16)
+                view[...] = value
+                assert np.array_equal(got, want), f"fill case {case}"
+            ok(lib.cuMemFree_v2(dsrc)); ok(lib.cuMemFree_v2(ddst))
+        print("ok")
+    """)
+    assert check(r).strip() == "ok"
