@@ -5,7 +5,8 @@ API (what ptx.host / the codegen uses):
     from ptx import runtime
     runtime.symbols() -> dict[str, int]
         addresses of the callbacks generated code calls: ptx_rt_vprintf, ptx_rt_malloc, ptx_rt_free,
-        ptx_rt_trap, ptx_rt_assertfail, ptx_rt_globaltimer, ptx_rt_grid_sync (signatures in ptxrt.h);
+        ptx_rt_trap, ptx_rt_assertfail, ptx_rt_globaltimer, ptx_rt_grid_sync, ptx_rt_yield (signatures
+        and the cooperative-launch design in ptxrt.h);
         register each with llvmlite.binding.add_symbol(name, address) before compiling.
     runtime.launch(block_fn, params, grid, block, static_shared=0, dyn_shared=0, frame_bytes=0,
                    cooperative=False) -> int status
@@ -42,6 +43,7 @@ CALLBACKS = (
     "ptx_rt_assertfail",
     "ptx_rt_globaltimer",
     "ptx_rt_grid_sync",
+    "ptx_rt_yield",
 )
 
 _lock = threading.Lock()

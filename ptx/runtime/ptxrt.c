@@ -113,8 +113,8 @@ struct slot {
     size_t scratch_cap;
     struct printbuf pb;
     ucontext_t sched;                /* cooperative: where fibers return to */
-    struct fiber **susp;             /* cooperative: fibers of this slot waiting at the grid barrier */
-    size_t nsusp, capsusp;
+    struct fiber **ready;            /* cooperative: ring of this slot's blocks that yielded */
+    size_t nready, capready, head;
     uint32_t id;
     pthread_t thread;
 } __attribute__((aligned(64)));
@@ -142,6 +142,7 @@ struct job {
     size_t arena_bytes, per_block, shared_stride;
     uint8_t *stacks;
     size_t stacks_bytes, stack_size;
+    uint32_t workspace[16];          /* %envreg1:%envreg2 of cooperative launches (nvcc's own grid.sync) */
     _Atomic uint64_t pending __attribute__((aligned(64)));   /* blocks yet to arrive or finish this phase */
     _Atomic uint64_t finished;
     _Atomic uint32_t phase;
@@ -230,103 +231,98 @@ static void fiber_entry(unsigned lo, unsigned hi) {
     setcontext(&f->ctx.slot->sched);
 }
 
-/* A block arrived at the grid barrier or finished: the last one of a phase releases the next. */
-static void coop_count(struct job *j, int finished) {
+/* A block arrived at the grid barrier or finished: the last one of a phase releases the next.
+   Finished blocks count as arrived at every later barrier (they never hold one up). */
+static void coop_arrive(struct job *j, int finished) {
     if (finished) atomic_fetch_add(&j->finished, 1);
     if (atomic_fetch_sub(&j->pending, 1) == 1) {
         uint64_t live = j->nblocks - atomic_load(&j->finished);
         atomic_store(&j->pending, live);
         atomic_fetch_add(&j->phase, 1);
-        futex_wake_all(&j->phase);
     }
 }
 
-static int coop_switch(struct slot *s, struct job *j, struct fiber *f) {
-    pb_begin(&s->pb, (uint64_t)atomic_load(&j->phase) * j->nblocks + f->block);
-    if (swapcontext(&s->sched, &f->uc) != 0) {
-        f->done = 1;
-        f->ret = PTXRT_BAD_LAUNCH;
+static int ready_push(struct slot *s, struct fiber *f) {
+    if (s->nready == s->capready) {
+        size_t c = s->capready ? s->capready * 2 : 64;
+        struct fiber **n = malloc(c * sizeof *n);
+        if (!n) return -1;
+        for (size_t i = 0; i < s->nready; i++) n[i] = s->ready[(s->head + i) % s->capready];
+        free(s->ready);
+        s->ready = n;
+        s->capready = c;
+        s->head = 0;
     }
-    if (f->done) {
-        if (f->ret) record_ret(&j->st, f->ret);
-        coop_count(j, 1);
-        return 0;
-    }
-    if (s->nsusp == s->capsusp) {
-        size_t c = s->capsusp ? s->capsusp * 2 : 16;
-        struct fiber **n = realloc(s->susp, c * sizeof *n);
-        if (!n) {                    /* cannot keep it: the launch fails, the block counts as gone */
-            set_flag(&j->st, ST_BAD);
-            coop_count(j, 1);
-            return 0;
-        }
-        s->susp = n;
-        s->capsusp = c;
-    }
-    s->susp[s->nsusp++] = f;
-    coop_count(j, 0);
-    return 1;
+    s->ready[(s->head + s->nready) % s->capready] = f;
+    s->nready++;
+    return 0;
 }
 
+static struct fiber *ready_pop(struct slot *s) {
+    if (!s->nready) return NULL;
+    struct fiber *f = s->ready[s->head];
+    s->head = (s->head + 1) % s->capready;
+    s->nready--;
+    return f;
+}
+
+static struct fiber *start_fiber(struct slot *s, struct job *j, uint64_t b) {
+    struct fiber *f = &j->fibers[b];
+    f->block = b;
+    f->done = 0;
+    f->ret = 0;
+    f->ctx.slot = s;
+    f->ctx.fiber = f;
+    f->W = s->W;
+    f->W.shared = j->arena + b * j->per_block;
+    f->W.scratch = j->arena + b * j->per_block + j->shared_stride;
+    f->W.grid_phase = 0;
+    f->W.rt_private = &f->ctx;
+    getcontext(&f->uc);
+    f->uc.uc_stack.ss_sp = j->stacks + b * j->stack_size;
+    f->uc.uc_stack.ss_size = j->stack_size;
+    f->uc.uc_link = &s->sched;
+    makecontext(&f->uc, (void (*)(void))fiber_entry, 2, (unsigned)(uintptr_t)f,
+                (unsigned)((uintptr_t)f >> 32));
+    return f;
+}
+
+/* Each worker starts blocks while any are left, then round-robins its own blocks that yielded
+   (waiting at a grid barrier or spinning on memory) until all of them have finished. A block
+   stays on the worker that started it. */
 static void run_cooperative(struct slot *s, struct job *j) {
-    s->nsusp = 0;
+    s->nready = 0;
+    s->head = 0;
+    int all_started = 0;
+    unsigned switches = 0;
     for (;;) {
-        if (atomic_load_explicit(&j->st.stop, memory_order_relaxed)) break;
-        uint64_t b = atomic_fetch_add(&j->next, 1);
-        if (b >= j->nblocks) break;
-        struct fiber *f = &j->fibers[b];
-        f->block = b;
-        f->done = 0;
-        f->ret = 0;
-        f->ctx.slot = s;
-        f->ctx.fiber = f;
-        f->W = s->W;
-        f->W.shared = j->arena + b * j->per_block;
-        f->W.scratch = j->arena + b * j->per_block + j->shared_stride;
-        f->W.grid_phase = 0;
-        f->W.rt_private = &f->ctx;
-        getcontext(&f->uc);
-        f->uc.uc_stack.ss_sp = j->stacks + b * j->stack_size;
-        f->uc.uc_stack.ss_size = j->stack_size;
-        f->uc.uc_link = &s->sched;
-        makecontext(&f->uc, (void (*)(void))fiber_entry, 2, (unsigned)(uintptr_t)f,
-                    (unsigned)((uintptr_t)f >> 32));
-        coop_switch(s, j, f);
-    }
-    /* Every block has started; this slot's suspended blocks wait for each phase to end. They
-       arrived during phase 0 (phase 0 cannot end before every block has started). */
-    uint32_t my_phase = 0;
-    while (s->nsusp) {
-        uint64_t t0 = now_ns(CLOCK_MONOTONIC);
-        unsigned spins = 0;
-        while (atomic_load(&j->phase) == my_phase && !atomic_load(&j->st.stop)) {
-            cpu_relax();
-            if ((++spins & 255) == 0 && now_ns(CLOCK_MONOTONIC) - t0 > P.spin_ns) {
-                struct timespec ms = {0, 1000000};   /* re-check stop even if nobody wakes us */
-                futex_wait(&j->phase, my_phase, &ms);
-            }
+        if (atomic_load_explicit(&j->st.stop, memory_order_relaxed)) break;  /* parked blocks are dropped */
+        struct fiber *f = NULL;
+        if (!all_started) {
+            uint64_t b = atomic_fetch_add(&j->next, 1);
+            if (b < j->nblocks)
+                f = start_fiber(s, j, b);
+            else
+                all_started = 1;
         }
-        if (atomic_load(&j->st.stop)) {
-            s->nsusp = 0;            /* a trapped launch abandons blocks parked at the barrier */
-            break;
+        if (!f) f = ready_pop(s);
+        if (!f) break;
+        pb_begin(&s->pb, (uint64_t)f->W.grid_phase * j->nblocks + f->block);
+        if (swapcontext(&s->sched, &f->uc) != 0) {
+            f->done = 1;
+            f->ret = PTXRT_BAD_LAUNCH;
         }
-        my_phase++;                  /* our blocks hold the next phase up, so it cannot have moved on */
-        size_t n = s->nsusp;
-        struct fiber **list = malloc(n * sizeof *list);
-        if (!list) {
+        if (f->done) {
+            if (f->ret) record_ret(&j->st, f->ret);
+            coop_arrive(j, 1);
+        } else if (ready_push(s, f)) {
             set_flag(&j->st, ST_BAD);
-            s->nsusp = 0;
-            break;
+            coop_arrive(j, 1);
         }
-        memcpy(list, s->susp, n * sizeof *list);
-        s->nsusp = 0;
-        for (size_t i = 0; i < n; i++) {
-            list[i]->W.grid_phase++;
-            coop_switch(s, j, list[i]);
-        }
-        free(list);
-        /* fibers that re-suspended arrived at the barrier of the phase after my_phase */
+        /* the blocks another worker runs may be what ours wait for: let it have the core */
+        if ((++switches & 255) == 0 && all_started) sched_yield();
     }
+    s->nready = 0;
 }
 
 static void run_job(struct slot *s) {
@@ -525,6 +521,8 @@ static int setup_cooperative(struct job *j) {
     atomic_store(&j->pending, B);
     atomic_store(&j->finished, 0);
     atomic_store(&j->phase, 0);
+    memset(j->workspace, 0, sizeof j->workspace);
+    j->L.grid_workspace = (uint8_t *)j->workspace;
     return (j->fibers && j->arena && j->stacks) ? 0 : -1;
 }
 
@@ -553,6 +551,7 @@ int32_t ptx_rt_launch_ex(ptx_block_fn fn, const uint8_t *params,
     j->L.dyn_shared = dyn_shared;
     j->L.static_shared = static_shared;
     j->L.state = &j->st;
+    j->L.grid_workspace = NULL;
     atomic_store(&j->st.flags, 0);
     atomic_store(&j->st.stop, 0);
     j->nblocks = (uint64_t)gx * gy * gz;
@@ -614,15 +613,33 @@ int32_t ptx_rt_launch(ptx_block_fn fn, const uint8_t *params, const uint32_t gri
 
 /* ------------------------------------------------------------------ services for generated code */
 
+static void fiber_yield(struct rt_ctx *c) {
+    swapcontext(&c->fiber->uc, &c->slot->sched);
+}
+
 int32_t ptx_rt_grid_sync(ptx_worker *W) {
     struct rt_ctx *c = W ? (struct rt_ctx *)W->rt_private : NULL;
     if (!c || !c->fiber) {
         if (W && W->state) set_flag(W->state, ST_TRAP);
         return PTXRT_TRAP;
     }
-    if (atomic_load(&W->state->stop)) return PTXRT_TRAP;
-    swapcontext(&c->fiber->uc, &c->slot->sched);
-    return atomic_load(&W->state->stop) ? PTXRT_TRAP : 0;
+    struct job *j = &P.job;
+    uint32_t phase = atomic_load(&j->phase);
+    coop_arrive(j, 0);
+    while (atomic_load(&j->phase) == phase) {
+        if (atomic_load(&j->st.stop)) return PTXRT_TRAP;
+        fiber_yield(c);
+    }
+    W->grid_phase++;
+    return atomic_load(&j->st.stop) ? PTXRT_TRAP : 0;
+}
+
+void ptx_rt_yield(ptx_worker *W) {
+    struct rt_ctx *c = W ? (struct rt_ctx *)W->rt_private : NULL;
+    if (c && c->fiber)
+        fiber_yield(c);
+    else
+        cpu_relax();
 }
 
 void ptx_rt_trap(ptx_worker *W) {

@@ -13,6 +13,9 @@ typedef struct ptx_launch {
     uint32_t dyn_shared;            /* dynamic shared bytes (%dynamic_smem_size) */
     uint32_t static_shared;         /* the kernel's static shared bytes */
     struct ptx_launch_state *state;
+    uint8_t *grid_workspace;        /* cooperative launches: 64 zeroed bytes for nvcc's inline grid.sync
+                                       (%envreg1 = high 32 bits, %envreg2 = low 32 bits); NULL otherwise,
+                                       so the PTX's own `trap` on a non-cooperative launch fires as on a GPU */
 } ptx_launch;
 
 /* One worker's resources while it runs blocks. */
@@ -70,23 +73,33 @@ void     ptx_rt_assertfail(ptx_worker *W, const char *msg, const char *file, uin
                            const char *func, const uint32_t ctaid[3], const uint32_t tid[3]);
 uint64_t ptx_rt_globaltimer(void);  /* ns since the epoch */
 
-/* Grid-wide barrier (cooperative groups grid.sync(), i.e. the cudadevrt grid-sync path).
+/* Grid-wide synchronisation (cooperative groups grid.sync()) and inter-block spin-waits.
 
    Design: in a PTXRT_COOPERATIVE launch the runtime runs every block on its own lightweight
    context (a fiber with its own stack, and its own shared and scratch buffers, which stay alive
-   while the block is suspended). The block function is called with first+1 == last. When the
-   generated code reaches a grid barrier it must be at a point where the whole block has arrived
-   (i.e. after its own block-level barrier: all threads' live values in scratch, exactly as at a
-   bar.sync region boundary) and then calls ptx_rt_grid_sync(W) ONCE for the block. The call
-   returns when every block of the grid has either arrived at the barrier or finished; then the
-   code continues (W->grid_phase has been incremented). Block functions keep their C stack across
-   the call, so the codegen needs nothing else: no state machine across grid barriers.
-   Blocks that finish without reaching the barrier do not hold it up (no deadlock).
-   Returns 0; returns PTXRT_TRAP when called outside a cooperative launch (the trap flag is set,
-   and the block function should return PTXRT_TRAP), or when the launch was stopped by a trap
-   elsewhere (the block should return at once; its result is discarded).
-   Fiber stacks default to 1 MiB each (virtual, lazily committed; PTXRT_FIBER_STACK=bytes). */
+   while the block is suspended). The block function is called with first+1 == last. A block may
+   suspend itself at any point where its per-thread state is in scratch (or on its C stack, which
+   is kept); other blocks run meanwhile on the same worker, so a grid with far more blocks than
+   workers still reaches every barrier. Blocks stay on the worker that started them. Two calls:
+
+   - ptx_rt_yield(W): "I am spinning on memory another block will write": lets the worker run
+     its other blocks, returns later. nvcc compiles grid.sync() INLINE (CUDA 11+): thread 0 of each
+     block does `atom.add.release.gpu [ws+4]` and spins `ld.acquire.gpu [ws+4]` until the top bit
+     flips, with ws = %envreg1:%envreg2 = L->grid_workspace, between two bar.sync. The codegen
+     supports that unchanged by (1) reading %envreg1/%envreg2 from L->grid_workspace and (2) calling
+     ptx_rt_yield(W) once per iteration of any loop whose body does an ld.acquire/ld.volatile/
+     ld.relaxed.gpu/.sys or atom (a spin loop). Outside cooperative launches ptx_rt_yield is a cpu
+     pause, so the call is harmless there.
+   - ptx_rt_grid_sync(W): an explicit grid barrier, for a codegen that recognises grid.sync (or
+     cudadevrt's cudaCGSynchronizeGrid) itself: call it ONCE per block, from a point where the whole
+     block has arrived (after its block-level barrier). It returns when every block has arrived or
+     finished; W->grid_phase then counts the barriers passed. Blocks that finish without reaching
+     the barrier do not hold it up. Returns 0; PTXRT_TRAP outside a cooperative launch (the trap
+     flag is set) or when the launch was stopped by a trap elsewhere (return at once).
+   Fiber stacks default to 1 MiB each (virtual, lazily committed; PTXRT_FIBER_STACK=bytes); switches
+   cost about a microsecond (ucontext). */
 int32_t  ptx_rt_grid_sync(ptx_worker *W);
+void     ptx_rt_yield(ptx_worker *W);
 
 /* Environment: PTXRT_THREADS=n (workers, default = usable cores), PTXRT_SPIN_US=us (how long idle
    workers spin before parking, default 200). */

@@ -119,6 +119,26 @@ int32_t grid_phases(const ptx_launch *L, uint64_t first, uint64_t last, ptx_work
     return 0;
 }
 
+/* nvcc's inline grid.sync(): block 0 adds 0x80000001 - nblocks, the others 1, to ws[1]; each spins
+   (yielding) until the top bit flips. params: u32 *arrivals, u32 *errors, u32 phases */
+int32_t nvcc_grid_sync(const ptx_launch *L, uint64_t first, uint64_t last, ptx_worker *W) {
+    uint32_t *arrivals, *errors, phases;
+    memcpy(&arrivals, L->params, 8);
+    memcpy(&errors, L->params + 8, 8);
+    memcpy(&phases, L->params + 16, 4);
+    au32 *ws = (au32 *)L->grid_workspace;
+    if (!ws) { ptx_rt_trap(W); return PTXRT_TRAP; }
+    uint32_t nblocks = L->grid[0] * L->grid[1] * L->grid[2];
+    for (uint32_t p = 0; p < phases; p++) {
+        atomic_fetch_add((au32 *)&arrivals[p], 1);
+        uint32_t inc = first == 0 ? 0x80000001u - nblocks : 1;
+        uint32_t old = atomic_fetch_add(&ws[1], inc);
+        while ((int32_t)(atomic_load(&ws[1]) ^ old) >= 0) ptx_rt_yield(W);
+        if (atomic_load((au32 *)&arrivals[p]) != nblocks) atomic_fetch_add((au32 *)&errors[0], 1);
+    }
+    return 0;
+}
+
 /* Not cooperative: calling the grid barrier is an error. */
 int32_t bad_grid_sync(const ptx_launch *L, uint64_t first, uint64_t last, ptx_worker *W) {
     return ptx_rt_grid_sync(W) ? PTXRT_TRAP : 0;
@@ -149,7 +169,7 @@ def kernels(tmp_path_factory):
     lib = ctypes.CDLL(str(so))
     return {name: ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
             for name in ("count_blocks", "trap_at", "print_one", "print_many", "grid_phases",
-                         "bad_grid_sync", "timer", "empty")}
+                         "bad_grid_sync", "timer", "empty", "nvcc_grid_sync")}
 
 
 def ptr(a: np.ndarray) -> int:
@@ -175,7 +195,9 @@ def test_every_block_runs_once(kernels, grid, block):
     hits = np.full(nblocks, 0, np.uint32)
     errors = np.full(8, 0, np.uint32)
     frame = random.choice([0, 1, 8, 40])
-    static, dyn = random.choice([(0, 0), (16, 0), (1000, 24), (0, 48 * 1024 + 3)])
+    # every block writes and checks every byte: keep the big sizes to grids that stay quick
+    sizes = [(0, 0), (16, 0), (1000, 24)] + ([(0, 48 * 1024 + 3)] if nblocks <= 5000 else [])
+    static, dyn = random.choice(sizes)
     params = struct.pack("QQQ", ptr(hits), ptr(errors), frame)
     status = rt.launch(kernels["count_blocks"], params, grid, block, static, dyn, frame)
     assert status == rt.OK
@@ -254,6 +276,25 @@ def test_grid_sync_cooperative(kernels, nblocks, phases):
     assert rt.launch(kernels["grid_phases"], params, nblocks, 64, 256, 0, 16, cooperative=True) == rt.OK
     assert errors.tolist() == [0, 0, 0, 0]
     assert (arrivals == nblocks).all()
+
+
+@pytest.mark.parametrize("nblocks,phases", [(1, 2), (5, 3), (200, 4)])
+def test_nvcc_inline_grid_sync_spins_with_yield(kernels, nblocks, phases):
+    arrivals = np.zeros(phases, np.uint32)
+    errors = np.zeros(4, np.uint32)
+    params = struct.pack("QQI", ptr(arrivals), ptr(errors), phases)
+    assert rt.launch(kernels["nvcc_grid_sync"], params, nblocks, 32, 0, 0, 0, cooperative=True) == rt.OK
+    assert errors.tolist() == [0, 0, 0, 0]
+    assert (arrivals == nblocks).all()
+    # without a cooperative launch there is no workspace, and the kernel traps as on a GPU
+    assert rt.launch(kernels["nvcc_grid_sync"], params, nblocks, 32) == rt.TRAP
+
+
+def test_trap_in_a_cooperative_launch(kernels):
+    hits = np.zeros(64, np.uint32)
+    params = struct.pack("QQI", ptr(hits), 10, 1)
+    assert rt.launch(kernels["trap_at"], params, 64, 1, cooperative=True) == rt.TRAP
+    assert hits[10] == 1 and hits.max() == 1
 
 
 def test_globaltimer_is_ns_since_epoch(kernels):
