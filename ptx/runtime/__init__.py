@@ -59,11 +59,11 @@ def _load() -> ctypes.CDLL:
             path = ensure_built()
             # RTLD_GLOBAL: code JIT-compiled or dlopened later can resolve ptx_rt_* by name too.
             lib = ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
-            u32 = ctypes.c_uint32
+            # No argtypes on the launch: ctypes' per-argument converters cost ~6 us a call; plain ints
+            # go as C ints (masked to 32 bits, range-checked in launch()), pointers as c_void_p.
             fn = lib.ptx_rt_launch_ex
-            fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p] + [u32] * 10
             fn.restype = ctypes.c_int32
-            lib.ptx_rt_num_workers.restype = u32
+            lib.ptx_rt_num_workers.restype = ctypes.c_uint32
             lib.ptx_rt_num_workers.argtypes = []
             _launch_ex = fn
             _path = str(path)
@@ -107,7 +107,7 @@ def _address(params):
     if isinstance(params, bytes):
         buf = ctypes.create_string_buffer(params, len(params) or 1)
         return ctypes.addressof(buf), buf
-    if isinstance(params, ctypes._SimpleCData) or isinstance(params, (ctypes.Array, ctypes.Structure)):
+    if isinstance(params, (ctypes._SimpleCData, ctypes.Array, ctypes.Structure)):
         return ctypes.addressof(params), params
     mv = memoryview(params)
     if mv.readonly:
@@ -117,17 +117,25 @@ def _address(params):
     return ctypes.addressof(buf), buf
 
 
+_void_p = ctypes.c_void_p
+
+
 def launch(block_fn: int, params, grid, block, static_shared: int = 0, dyn_shared: int = 0,
            frame_bytes: int = 0, cooperative: bool = False) -> int:
     if _launch_ex is None:
         _load()
-    gx, gy, gz = _dims(grid)
-    bx, by, bz = _dims(block)
-    for v in (gx, gy, gz, bx, by, bz, static_shared, dyn_shared, frame_bytes):
-        if not 0 <= v < 1 << 32:
-            raise ValueError(f"launch dimension or size out of range: {v}")
-    addr, keep = _address(params)
-    status = _launch_ex(block_fn, addr, gx, gy, gz, bx, by, bz, static_shared, dyn_shared,
-                        frame_bytes, COOPERATIVE if cooperative else 0)
+    gx, gy, gz = grid if type(grid) is tuple and len(grid) == 3 else _dims(grid)
+    bx, by, bz = block if type(block) is tuple and len(block) == 3 else _dims(block)
+    every = gx | gy | gz | bx | by | bz | static_shared | dyn_shared | frame_bytes
+    if every < 0 or every >> 32:
+        raise ValueError(f"launch dimension or size out of range: grid={grid} block={block} "
+                         f"shared={static_shared}+{dyn_shared} frame={frame_bytes}")
+    if type(params) is bytes and params:
+        arg, keep = params, None     # ctypes passes a bytes object as a pointer to its own buffer
+    else:
+        addr, keep = _address(params)
+        arg = _void_p(addr)
+    status = _launch_ex(_void_p(block_fn), arg, gx, gy, gz, bx, by, bz, static_shared,
+                        dyn_shared, frame_bytes, COOPERATIVE if cooperative else 0)
     del keep
     return status
