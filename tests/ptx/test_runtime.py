@@ -297,6 +297,25 @@ def test_trap_in_a_cooperative_launch(kernels):
     assert hits[10] == 1 and hits.max() == 1
 
 
+def test_launch_in_a_forked_child(kernels):
+    # the pool's helper threads do not survive fork(); the child must get a fresh pool, not hang
+    hits = np.zeros(5000, np.uint32)
+    errors = np.zeros(8, np.uint32)
+    params = struct.pack("QQQ", ptr(hits), ptr(errors), 4)
+    assert rt.launch(kernels["count_blocks"], params, 5000, 32, 0, 0, 4) == rt.OK
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            hits[:] = 0
+            ok = rt.launch(kernels["count_blocks"], params, 5000, 32, 0, 0, 4) == rt.OK and (hits == 1).all()
+            code = 0 if ok and not errors.any() else 1
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+
 def test_globaltimer_is_ns_since_epoch(kernels):
     out = np.zeros(64, np.uint64)
     before = time.time_ns()
