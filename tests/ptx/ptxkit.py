@@ -128,8 +128,8 @@ ret;
 """
 
 
-def module(*kernels):
-    return HEADER + "\n".join(kernels)
+def module(*kernels, target="sm_86"):
+    return HEADER.replace("sm_86", target) + "\n".join(kernels)
 
 
 def kname(*parts):
@@ -265,28 +265,62 @@ class _NullModule:
 
 
 class KernelSet:
-    """Many kernels in one module, compiled once; a kernel the whole module cannot take (one unsupported
-    instruction elsewhere) falls back to a module of its own, so one gap fails only its own tests."""
+    """Many kernels in one module, compiled once. A kernel the compiler rejects (its error names a line)
+    is dropped from the shared module and compiled alone when asked for, so one gap fails only its own
+    tests and the rest still share one compile."""
 
-    def __init__(self):
+    def __init__(self, target="sm_86"):
+        self.target = target
         self.kernels = {}
         self._whole = None
-        self._whole_failed = False
+        self._in_whole = set()
+        self._tried = False
 
     def add(self, name, text):
         assert name not in self.kernels, name
         self.kernels[name] = text
         return name
 
-    def kernel(self, name):
-        if not self._whole_failed:
+    def _compile_whole(self):
+        self._tried = True
+        keep = list(self.kernels)
+        for _ in range(64):
+            if not keep:
+                return
+            texts = [self.kernels[n] for n in keep]
             try:
-                if self._whole is None:
-                    self._whole = compile_text(module(*self.kernels.values()))
-                return self._whole.kernel(name)
-            except Exception:
-                self._whole_failed = True
-        return compile_text(module(self.kernels[name])).kernel(name)
+                self._whole = compile_text(module(*texts, target=self.target))
+                self._in_whole = set(keep)
+                return
+            except Exception as e:  # noqa: BLE001 - any rejection: find the kernel it came from
+                line = getattr(e, "line", 0)
+                if not line:
+                    m = re.search(r"line (\d+)", str(e))
+                    line = int(m.group(1)) if m else 0
+                if not line:
+                    return
+                start = HEADER.count("\n") + 1
+                culprit = None
+                for n, t in zip(keep, texts):
+                    end = start + t.count("\n") + 1  # module() joins kernels with a newline
+                    if start <= line < end:
+                        culprit = n
+                        break
+                    start = end
+                if culprit is None:
+                    return
+                keep.remove(culprit)
+                m = re.search(r"unsupported instruction (\S+)", str(e))
+                if m:  # every kernel using the same unsupported opcode goes too (they compile alone)
+                    root = m.group(1).split(".")[0] + "."
+                    keep = [n for n in keep if root not in self.kernels[n]]
+
+    def kernel(self, name):
+        if not self._tried:
+            self._compile_whole()
+        if name in self._in_whole:
+            return self._whole.kernel(name)
+        return compile_text(module(self.kernels[name], target=self.target)).kernel(name)
 
 
 # ------------------------------------------------------------------ running

@@ -10,6 +10,9 @@ import pytest
 import ptxkit as K
 from ptxkit import rng  # noqa: F401  (fixture)
 
+# the numpy references divide by zero and overflow on purpose (inf/NaN inputs)
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+
 KS = K.KernelSet()
 FIELDS = ["tid.x", "tid.y", "tid.z", "ntid.x", "ntid.y", "ntid.z", "ctaid.x", "ctaid.y", "ctaid.z",
           "nctaid.x", "nctaid.y", "nctaid.z", "laneid", "warpid", "nwarpid", "lanemask_eq", "lanemask_lt",
