@@ -398,14 +398,20 @@ static void test_primary_inactive_as_current(void) {
     int active;
     OK(cuDevicePrimaryCtxRetain(&primary, 0));
     OK(cuDevicePrimaryCtxRelease(0));
+    OK(cuDevicePrimaryCtxRelease(0)); /* the retain of test_contexts: now inactive */
     OK(cuDevicePrimaryCtxGetState(0, &flags, &active));
-    CHECK(active == 1); /* still retained once by test_contexts */
+    CHECK(active == 0);
     OK(cuCtxSetCurrent(primary));
     OK(cuCtxGetCurrent(&cur));
     CHECK(cur == primary);
     CUdevice dev = -1;
     OK(cuCtxGetDevice(&dev));
     CHECK(dev == 0);
+    CUcontext again = NULL;
+    OK(cuDevicePrimaryCtxRetain(&again, 0));
+    CHECK(again == primary); /* the handle is stable across activations */
+    OK(cuDevicePrimaryCtxGetState(0, &flags, &active));
+    CHECK(active == 1);
 }
 
 /* ---- memory ---- */
