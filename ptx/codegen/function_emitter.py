@@ -118,8 +118,8 @@ class FunctionEmitter:
     def touch_all_registers(self):
         """Create storage for every register the body names (resumable threads save a fixed set)."""
         def visit(op):
-            if isinstance(op, A.Reg):
-                if op.name.startswith("%") and self.is_register(op.name):
+            if isinstance(op, (A.Reg, A.SymbolExpr)):
+                if self.is_register(op.name):
                     self.reg(op.name)
             elif isinstance(op, A.Address):
                 if op.base and self.is_register(op.base):
@@ -178,7 +178,7 @@ class FunctionEmitter:
         ty = T.llvm_type(ptype)
         if isinstance(op, A.Reg):
             name = op.name
-            if name.startswith("%") and self.is_register(name):
+            if self.is_register(name):
                 rty, ptr = self.reg(name, ins)
                 v = self.f.op(f"load {rty}, ptr {ptr}")
                 return self.coerce(v, rty, ty, T.is_signed(ptype))
@@ -378,7 +378,7 @@ class FunctionEmitter:
             return "0", "i64"
         if name == "%dynamic_smem_size":
             return self.load_L_u32(L_DYN_SHARED), "i32"
-        if name == "%total_smem_size":
+        if name in ("%total_smem_size", "%aggr_smem_size"):
             a = self.load_L_u32(L_DYN_SHARED)
             b = self.load_L_u32(L_STATIC_SHARED)
             return f.op(f"add i32 {a}, {b}"), "i32"
@@ -401,7 +401,25 @@ class FunctionEmitter:
                 continue
             self.emit_instruction(st)
 
+    def normalize(self, op):
+        """Registers named without `%` reach us as SymbolExpr: make every register operand a Reg."""
+        if isinstance(op, A.SymbolExpr) and not op.offset and self.is_register(op.name):
+            return A.Reg(op.name, op.pos)
+        if isinstance(op, A.Vector):
+            return A.Vector([self.normalize(e) for e in op.elems], op.pos)
+        if isinstance(op, A.PredPair):
+            return A.PredPair(self.normalize(op.first), self.normalize(op.second), op.pos)
+        if isinstance(op, A.Negated):
+            return A.Negated(self.normalize(op.operand), op.pos)
+        if isinstance(op, A.ParenList):
+            return A.ParenList([self.normalize(e) for e in op.items], op.pos)
+        return op
+
     def emit_instruction(self, ins):
+        if any(isinstance(o, (A.SymbolExpr, A.Vector, A.PredPair, A.Negated, A.ParenList))
+               for o in ins.operands):
+            ins = A.Instruction(ins.opcode, ins.mods, [self.normalize(o) for o in ins.operands],
+                                ins.guard, ins.pos)
         self.cur_ins = ins
         h = HANDLERS.get(ins.opcode)
         if h is None:

@@ -23,7 +23,7 @@ def op_atom(em, ins):
     if any(m in ("v2", "v4", "v8") for m in mods):
         unsupported(ins)
     t = ts[-1]
-    if t in ("f16x2", "bf16x2"):
+    if t in ("f16x2", "bf16x2") and op != "add":
         unsupported(ins)
     order = next((ORDER[m] for m in mods if m in ORDER), "monotonic")
     if op == "cas" and order in ("release", "monotonic"):
@@ -59,6 +59,42 @@ def op_atom(em, ins):
             rmw = {"and": "and", "or": "or", "xor": "xor", "exch": "xchg", "add": "add",
                    "inc": "uinc_wrap", "dec": "udec_wrap",
                    "min": "min" if signed else "umin", "max": "max" if signed else "umax"}[op]
-        old = f.op(f"atomicrmw {rmw} ptr {p}, {ty} {b} {order}")
+        if ty.startswith("<") or ty == "bfloat":
+            old = _cas_loop_fadd(em, p, ty, b)
+        else:
+            old = f.op(f"atomicrmw {rmw} ptr {p}, {ty} {b} {order}")
     if dst is not None:
         em.write(dst, old, t)
+
+
+def _cas_loop_fadd(em, p, ty, b):
+    """Atomic packed/bf16 float add as a compare-exchange loop; returns the old value."""
+    from ptx.codegen.ops_float import bf16_to_f32, f32_to_bf16
+    f = em.f
+    bits = 32 if ty.startswith("<") else 16
+    ity = f"i{bits}"
+    start = f.op(f"load atomic {ity}, ptr {p} monotonic, align {bits // 8}")
+    pre = f.new_label("cas.pre")
+    f.term(f"br label %{pre}")
+    f.label(pre)
+    loop, done = f.new_label("cas.loop"), f.new_label("cas.done")
+    f.term(f"br label %{loop}")
+    f.label(loop)
+    cur = f.tmp()
+    f.emit(f"{cur} = phi {ity} [ {start}, %{pre} ], [ %LOOPNEXT, %{loop} ]")
+    phi_index = len(f.lines) - 1
+    cv = f.op(f"bitcast {ity} {cur} to {ty}")
+    if "bfloat" in ty:
+        wide = "<2 x float>" if ty.startswith("<") else "float"
+        s_ = f.op(f"fadd {wide} {bf16_to_f32(em, cv, ty)}, {bf16_to_f32(em, b, ty)}")
+        nv = f32_to_bf16(em, s_, ty)
+    else:
+        nv = f.op(f"fadd {ty} {cv}, {b}")
+    ni = f.op(f"bitcast {ty} {nv} to {ity}")
+    pair = f.op(f"cmpxchg ptr {p}, {ity} {cur}, {ity} {ni} seq_cst seq_cst")
+    nxt = f.op(f"extractvalue {{ {ity}, i1 }} {pair}, 0")
+    ok = f.op(f"extractvalue {{ {ity}, i1 }} {pair}, 1")
+    f.lines[phi_index] = f.lines[phi_index].replace("%LOOPNEXT", nxt)
+    f.term(f"br i1 {ok}, label %{done}, label %{loop}")
+    f.label(done)
+    return f.op(f"bitcast {ity} {cur} to {ty}")

@@ -598,10 +598,17 @@ def op_set(em, ins):
     v = compare(em, ins, cmp, st, a, b)
     v = _combine(em, ins, v, ins.operands[3] if len(ins.operands) > 3 else None)
     f = em.f
-    if dt == "f32":
-        r = f.op(f"select i1 {v}, float 1.0, float 0.0")
+    dty = T.llvm_type(dt)
+    if dty.startswith("<"):
+        one = f.op(f"sitofp <2 x i32> <i32 1, i32 1> to {dty}")
+        r = f.op(f"select <2 x i1> {v}, {dty} {one}, {dty} zeroinitializer")
+    elif T.is_float(dt):
+        one = f.op(f"sitofp i32 1 to {dty}")
+        r = f.op(f"select i1 {v}, {dty} {one}, {dty} {f.op(f'sitofp i32 0 to {dty}')}")
+    elif dt in ("u16x2", "s16x2") or v.startswith("<"):
+        unsupported(ins)
     else:
-        r = f.op(f"select i1 {v}, i32 -1, i32 0")
+        r = f.op(f"select i1 {v}, {dty} -1, {dty} 0")
     em.write(ins.operands[0], r, dt)
 
 
