@@ -1,8 +1,10 @@
 """Corpus test: every CUDA source of the project (samples/ and tests/ptx/corpus/) compiled by nvcc -ptx for
 compute_75, compute_86 and compute_90 (plus -G and -lineinfo builds of a few) must parse and pass the
-semantic checks. PTX is built at test time, once per session, on a small thread pool."""
+semantic checks. PTX is built at test time on a small thread pool, once per session, and kept in a cache
+keyed by nvcc's version, the flags and the source bytes (with its directory's headers)."""
 
 import concurrent.futures
+import hashlib
 import os
 import shutil
 import subprocess
@@ -51,6 +53,32 @@ def _build_id(build):
 BUILDS = _builds()
 
 
+def _cache_dir():
+    """Where PTX built by earlier runs is kept (keyed by everything that determines it), so re-runs skip
+    nvcc: ZLUDA_PTX_CORPUS_CACHE, else ~/.cache/zluda-py/ptx-corpus; 'off' disables it."""
+    where = os.environ.get("ZLUDA_PTX_CORPUS_CACHE")
+    if where == "off":
+        return None
+    path = Path(where) if where else Path.home() / ".cache" / "zluda-py" / "ptx-corpus"
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return path
+
+
+def _build_key(nvcc_version, build):
+    src, arch, flags = build
+    h = hashlib.sha256()
+    h.update(nvcc_version.encode())
+    h.update(repr((arch, flags)).encode())
+    h.update(src.read_bytes())
+    for header in sorted(src.parent.glob("*.h")) + sorted(src.parent.glob("*.cuh")):
+        h.update(header.name.encode())
+        h.update(header.read_bytes())
+    return h.hexdigest()
+
+
 @pytest.fixture(scope="session")
 def built_ptx(tmp_path_factory):
     """{build id: (ptx path or None, nvcc error text)} for every build, compiled in parallel once."""
@@ -58,15 +86,28 @@ def built_ptx(tmp_path_factory):
     if nvcc is None:
         pytest.skip("nvcc not installed")
     out_dir = tmp_path_factory.mktemp("ptx_corpus")
+    nvcc_version = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout
+    cache = _cache_dir()
 
     def compile_one(build):
         src, arch, flags = build
         bid = _build_id(build)
         out = out_dir / (bid.replace("/", "_") + ".ptx")
+        cached = cache / (_build_key(nvcc_version, build) + ".ptx") if cache else None
+        if cached is not None and cached.is_file():
+            shutil.copyfile(cached, out)
+            return bid, (out, "")
         cmd = [nvcc, "-ptx", f"-arch=compute_{arch}", *flags, "-o", str(out), str(src)]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
         if proc.returncode != 0:
             return bid, (None, proc.stderr[-2000:])
+        if cached is not None:
+            try:
+                tmp = cached.with_suffix(f".{os.getpid()}.tmp")
+                shutil.copyfile(out, tmp)
+                os.replace(tmp, cached)
+            except OSError:
+                pass
         return bid, (out, "")
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
@@ -96,7 +137,8 @@ def test_corpus_covers_the_hard_constructs(built_ptx):
     for needle in ("brx.idx", ".branchtargets", ".callprototype", "vprintf", "__assertfail", "tex.", "suld.",
                    "sust.", "wmma.", "cp.async", "atom.", "red.", "0xFF00(generic(", "generic(",
                    ".attribute(.managed)", ".extern .shared", "match.any", "vote.", "shfl.sync", ".loc",
-                   ".section", "barrier.sync", "bfe.u32", "lop3.b32"):
+                   ".section", "barrier.sync", "bfe.u32", "lop3.b32", ".maxntid", ".minnctapersm", ".maxnreg",
+                   ".reqnctapercluster", "mapa."):
         assert needle in joined, f"no corpus PTX contains {needle!r}"
 
 
