@@ -51,7 +51,7 @@ int main() {
     expect_error("peek after clearing", cudaPeekAtLastError(), cudaSuccess);
 
     inc<<<0, 32>>>(d, n);
-    expect_error("zero-block grid", cudaGetLastError(), cudaErrorInvalidConfiguration);
+    expect_error("zero-block grid", cudaGetLastError(), cudaErrorInvalidValue);
     inc<<<1, 0>>>(d, n);
     expect_error("zero-thread block", cudaGetLastError(), cudaErrorInvalidValue);
     inc<<<dim3(1, 70000), 1>>>(d, n);  // grid y is limited to 65535
