@@ -200,3 +200,25 @@ def test_select(name, rng):
         K.check_float(got, want, tn, [a, b, c], name, nan_bits=True)
     else:
         K.check_equal(got, want, [a, b, c], name)
+
+
+# ---- predicated instructions (guards on ordinary instructions, not only branches)
+KS.add("guarded", K.elementwise("guarded", """
+mov.u32 %d, 7;
+@%c mov.u32 %d, %a;
+@!%c add.u32 %d, %b, 1;
+ld.param.u64 %base, [in2];
+cvta.to.global.u64 %base, %base;
+mad.wide.u32 %addr, %i, 4, %base;
+@%c st.global.u32 [%addr], %b;
+""", [("a", "u32"), ("b", "u32"), ("e", "u32"), ("c", "pred")], [("d", "u32")]))
+
+
+def test_guarded_instructions(rng):
+    """@p / @!p on mov, add and a store: where the guard is false nothing happens."""
+    a, b, e = (K.rand_ints(rng, "u32", N) for _ in range(3))
+    c = rng.integers(0, 2, N).astype(np.uint8)
+    e0 = e.copy()
+    (got,) = K.run_elementwise(KS, "guarded", [a, b, e, c], ["u32"], rng)
+    K.check_equal(got, np.where(c == 1, a, b + np.uint32(1)).astype(np.uint32), [a, b, c], "guarded mov/add")
+    K.check_equal(e, np.where(c == 1, b, e0).astype(np.uint32), [b, e0, c], "guarded store")

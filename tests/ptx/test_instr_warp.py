@@ -322,3 +322,39 @@ def test_bar_warp_sync_orders_shared_memory(rng):
     out = K.poison((128,), np.uint32, rng)
     K.launch(KS.kernel("warp_sync_exchange"), 1, 128, [a, out])
     K.check_equal(out, a[np.arange(128) ^ 31], [a], "lane^31 exchange")
+
+
+# ---------------------------------------------------------------- the warp reduction idiom
+
+KS.add("warp_sum_down", _ew("warp_sum_down", """
+mov.u32 %off, 16;
+$RED:
+shfl.sync.down.b32 %t, %a, %off, 0x1f, 0xffffffff;
+add.u32 %a, %a, %t;
+shr.u32 %off, %off, 1;
+setp.ne.u32 %more, %off, 0;
+@%more bra $RED;
+shfl.sync.idx.b32 %d, %a, 0, 0x1f, 0xffffffff;
+""", [("a", "u32")], [("d", "u32")], temps=[("off", "u32"), ("t", "u32"), ("more", "pred")]))
+
+KS.add("warp_max_bfly", _ew("warp_max_bfly", """
+mov.b32 %off, 1;
+$RED:
+shfl.sync.bfly.b32 %t, %a, %off, 0x1f, 0xffffffff;
+max.f32 %a, %a, %t;
+shl.b32 %off, %off, 1;
+setp.lt.u32 %more, %off, 32;
+@%more bra $RED;
+mov.f32 %d, %a;
+""", [("a", "f32")], [("d", "f32")], temps=[("off", "u32"), ("t", "f32"), ("more", "pred")]))
+
+
+def test_warp_reduction_loops(rng):
+    """shfl.down sum in a loop, broadcast from lane 0; shfl.bfly max: every lane ends with the total."""
+    a = rng.integers(0, 1 << 20, N).astype(np.uint32)
+    (s,) = K.run_elementwise(KS, "warp_sum_down", [a], ["u32"], rng, block=BLOCK)
+    K.check_equal(s, np.repeat(a.reshape(WARPS, 32).sum(axis=1), 32).astype(np.uint32), [a], "warp sum")
+    f = K.ordinary_floats(rng, N).astype(np.float32)
+    (m,) = K.run_elementwise(KS, "warp_max_bfly", [f], ["f32"], rng, block=BLOCK)
+    K.check_equal(m.view(np.uint32), np.repeat(f.reshape(WARPS, 32).max(axis=1), 32).view(np.uint32), [f],
+                  "warp max")
