@@ -167,10 +167,11 @@ class Pragma:
 
 @dataclass
 class BranchTargets:
-    """`ts: .branchtargets L1, L2;` for brx.idx."""
+    """`ts: .branchtargets L1, L2;` for brx.idx, or `ct: .calltargets f, g;` (is_call) for indirect call."""
     name: str
     labels: list
     pos: Pos = field(default_factory=Pos)
+    is_call: bool = False          # .calltargets: `labels` are function names
 
 
 @dataclass

@@ -216,9 +216,12 @@ class _Checker:
                 self.check_block(st.body, _Scope(scope))
             elif isinstance(st, ast.BranchTargets):
                 for lab in st.labels:
-                    if not self.has_label(scope, lab):
+                    if st.is_call:
+                        if self.globals.get(lab) != "func":
+                            _fail(f"call target '{lab}' is not a function", st.pos)
+                    elif not self.has_label(scope, lab):
                         _fail(f"branch target '{lab}' is not a label", st.pos)
-                scope.symbols[st.name] = "targets"
+                scope.symbols[st.name] = "calltargets" if st.is_call else "targets"
             elif isinstance(st, ast.CallPrototype):
                 scope.symbols[st.name] = "proto"
 

@@ -8,7 +8,7 @@ Conventions the code generators can rely on:
   (inline-asm blocks declare plain names such as `c`); any other name (a variable of another state space,
   a function, a label, a call prototype) is a `SymbolExpr`.
 - `.file`, `.loc`, `.section` blocks, `@@DWARF` lines and module-level `.pragma` are dropped.
-- `.calltargets` lists are returned as `BranchTargets` (same shape).
+- `.calltargets` lists are returned as `BranchTargets` with is_call=True.
 - The predefined constant `WARP_SZ` becomes `Imm(32)`.
 Every failure is a `PTXError` subclass carrying line and column; nothing else escapes `parse`.
 """
@@ -45,6 +45,8 @@ def parse(text: str, check: bool = True) -> ast.Module:
             text = bytes(text).decode("utf-8", errors="replace")
         else:
             raise PTXSyntaxError(f"PTX source must be text, not {type(text).__name__}")
+    if text.startswith("\ufeff"):
+        text = text[1:]  # a byte-order mark some editors add is not part of the module
     parser = None
     # The tree is acyclic and allocation-heavy: cyclic GC passes over it only cost time.
     gc_was_enabled = gc.isenabled()
@@ -610,7 +612,7 @@ class Parser:
             while self.accept_punct(","):
                 labels.append(self.expect_name("a label")[1])
             self.expect_punct(";")
-            return ast.BranchTargets(name, labels, pos)
+            return ast.BranchTargets(name, labels, pos, is_call=t[1] == ".calltargets")
         if t[0] == DIR and t[1] == ".callprototype":
             self.next()
             returns = []

@@ -490,3 +490,101 @@ def test_parse_speed_5000_lines():
     elapsed = time.perf_counter() - t0
     assert len(m.entries()[0].body) > 5000
     assert elapsed < 1.0, f"parsing 5000 lines took {elapsed:.2f}s"
+
+
+# ---------------------------------------------------------------- more constructs and checks
+
+def test_reg_params_and_calltargets_and_vector_components():
+    text = HEADER + """
+.func (.reg .b32 r) inc(.reg .b32 a)
+{
+    add.s32 r, a, 1;
+    ret;
+}
+.entry k()
+{
+    .reg .v4 .f32 %v;
+    .reg .f32 %f<2>;
+    .reg .b64 %rd<2>;
+    mov.f32 %f1, %v.y;
+    ftargets: .calltargets inc;
+    ret;
+}
+"""
+    m = ptx.parse(text)
+    inc, k = m.functions()
+    assert [(p.space, p.name) for p in inc.params + inc.returns] == [("reg", "a"), ("reg", "r")]
+    add = inc.body[0]
+    assert add.operands == [ast.Reg("r", add.operands[0].pos), ast.Reg("a", add.operands[1].pos),
+                            ast.Imm(1, add.operands[2].pos)]
+    mov = [s for s in k.body if isinstance(s, ast.Instruction)][0]
+    assert mov.operands[1].name == "%v.y"
+    targets = [s for s in k.body if isinstance(s, ast.BranchTargets)][0]
+    assert (targets.name, targets.labels, targets.is_call) == ("ftargets", ["inc"], True)
+
+
+def test_crlf_line_endings_and_byte_order_mark():
+    text = "\ufeff" + kernel("mov.u32 %r1, 1;\n  add.s32 %r2, %r1, 2;").replace("\n", "\r\n")
+    add = body_of(text)[1]
+    clean = text[1:]
+    assert add.pos == ast.Pos(*line_col(clean, "add.s32"))
+
+
+def test_lexer_errors_have_positions():
+    text = kernel("mov.u32 %r1, 1; /* never closed")
+    e = error_of(text, PTXSyntaxError)
+    assert (e.line, e.col) == line_col(text, "/*") and "unterminated" in e.message
+    text = kernel("mov.u32 %r1, 1;\n   mov.u32 %r2, 2 # 3;")
+    e = error_of(text, PTXSyntaxError)
+    assert (e.line, e.col) == line_col(text, "#")
+    text = kernel("mov.u32 %r1, 09;")
+    e = error_of(text, PTXSyntaxError)
+    assert (e.line, e.col) == line_col(text, "09") and "octal" in e.message
+    text = kernel("mov.u64 %rd1, 18446744073709551616;")
+    assert "64 bits" in error_of(text, PTXSyntaxError).message
+
+
+@pytest.mark.parametrize("decls,needle,word", [
+    (".global .align 3 .u32 g;", ".align 3", "power of two"),
+    (".shared .u32 s = 4;", "s = 4", "initialiser"),
+    (".global .u32 a[0];", "a[0]", "positive"),
+    (".global .u32 _;", "_;", "'_'"),
+    (".global .align 4 b;", "b;", "type"),
+    (".global .u64 p = nosuch;", "nosuch", "undefined symbol"),
+])
+def test_declaration_errors(decls, needle, word):
+    text = HEADER + decls + "\n"
+    e = error_of(text)
+    assert (e.line, e.col) == line_col(text, needle), e
+    assert word in e.message
+
+
+def test_module_header_errors():
+    assert "must start with .version" in error_of(".target sm_80\n").message
+    assert "no .target" in error_of(".version 8.0\n").message
+    e = error_of(".version 8\n.target sm_80\n", PTXSyntaxError)
+    assert (e.line, e.col) == (1, 10)
+    e = error_of(HEADER + "add.s32 %r1, %r2, %r3;\n", PTXSyntaxError)
+    assert e.line == 4 and "expected a directive" in e.message
+
+
+def test_control_flow_check_errors():
+    cases = [
+        ("tbl: .branchtargets L0, MISSING;\nbrx.idx %r1, tbl;\nL0:\nret;", "tbl:", "not a label"),
+        ("L0:\nbrx.idx %r1, L0;", "L0;", ".branchtargets"),
+        ("call.uni nosuchfn, ();", "nosuchfn", "undefined symbol"),
+        ("call.uni p0, ();", "p0, ()", "not a function"),
+        ("@%q1 ret;", "ret;", "undefined register"),
+        ("@!%r1 ret;", "ret;", "guard"),
+        ("L0:\nret;\nL0: .branchtargets L0;", "L0: .b", "duplicate"),
+        ("bra.uni %r1;", "%r1", "label"),
+    ]
+    for body, needle, word in cases:
+        text = kernel(body)
+        e = error_of(text, PTXSemanticError)
+        assert (e.line, e.col) == line_col(text, needle), (body, e)
+        assert word in e.message, (body, e.message)
+
+
+def test_branch_to_label_in_enclosing_block_is_fine():
+    ptx.parse(kernel("OUT:\n{\n.reg .pred q;\nsetp.eq.s32 q, %r1, 0;\n@q bra.uni OUT;\n}\nret;"))
