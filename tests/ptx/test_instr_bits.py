@@ -102,6 +102,14 @@ for direction in "lr":
              gen=lambda rng: [K.rand_ints(rng, "b32", N), K.rand_ints(rng, "b32", N), shift_counts(rng, N, 32)])
 
 
+# rotates: shf with the same register twice and an immediate count
+for c in (0, 7, 31, 32, 45):
+    case(f"rotl_imm_{c}", f"shf.l.wrap.b32 %d, %a, %a, {c};", ["b32"], "b32",
+         lambda a, c=c: _shf(a, a, c, True, False))
+    case(f"rotr_clamp_imm_{c}", f"shf.r.clamp.b32 %d, %a, %b, {c};", ["b32", "b32"], "b32",
+         lambda a, b, c=c: _shf(a, b, c, False, True))
+
+
 # ---- bfe / bfi: the ISA pseudocode (pos and len use only their low 8 bits)
 def _bfe(a, pos, ln, w, signed):
     pos &= 0xFF

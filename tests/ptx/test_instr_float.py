@@ -228,3 +228,26 @@ def test_testp(what, tn, rng):
     with np.errstate(invalid="ignore"):
         want = TESTP[what](x).astype(np.uint8)
     K.check_equal(got, want, [x], f"testp.{what}.{tn}")
+
+
+# ---------------------------------------------------------------- float immediates (hex and decimal forms)
+
+IMM = {
+    "imm_add_hex_f32": ("add.rn.f32 %d, %a, 0f3FC00000;", "f32", lambda a: a + 1.5),
+    "imm_mul_hex_f64": ("mul.rn.f64 %d, %a, 0dC004000000000000;", "f64", lambda a: a * -2.5),
+    "imm_fma_dec_f32": ("fma.rn.f32 %d, %a, 0.5, 0f40000000;", "f32", lambda a: a * 0.5 + 2.0),
+    "imm_sub_dec_f64": ("sub.rn.f64 %d, 1.25, %a;", "f64", lambda a: 1.25 - a),
+    "imm_min_neg_f32": ("min.f32 %d, %a, 0fBF800000;", "f32", lambda a: np.minimum(a, -1.0)),
+}
+for nm, (text, tn, _) in IMM.items():
+    _add(nm, text, [("a", tn)], [("d", tn)])
+
+
+@pytest.mark.parametrize("name", sorted(IMM))
+def test_float_immediates(name, rng):
+    text, tn, fn = IMM[name]
+    dt = np.float32 if tn == "f32" else np.float64
+    a = K.ordinary_floats(rng, N).astype(dt)
+    (got,) = K.run_elementwise(KS, name, [a], [tn], rng)
+    want = np.asarray(fn(a.astype(dt)), dtype=dt)  # one rounding in the operand type, as PTX does
+    K.check_float(got, want, tn, [a], name)

@@ -190,3 +190,23 @@ def test_half_approx(name, rng):
                                    [lo, hi])):
         exact = fn(K.bits_to_float(c, "f16"))
         K.check_close(g, exact, "f16", [c], f"{name} lane {k}", abs_err=2.0 ** -24, **tol)
+
+
+# ---------------------------------------------------------------- packing halves with mov
+
+KS.add("mov_pack_swap", K.elementwise("mov_pack_swap", """
+mov.b32 {%h0, %h1}, %a;
+neg.f16 %h0, %h0;
+mov.b32 %d, {%h1, %h0};
+""", [("a", "f16x2")], [("d", "f16x2")], temps=[("h0", "b16"), ("h1", "b16")]))
+
+
+def test_mov_unpack_pack_halves(rng):
+    """mov.b32 {lo, hi} splits low half first; packing {hi, lo} swaps them."""
+    a = K.rand_ints(rng, "u32", N)
+    (got,) = K.run_elementwise(KS, "mov_pack_swap", [a], ["b32"], rng)
+    lo = a & np.uint32(0xFFFF)
+    hi = a >> np.uint32(16)
+    neg_lo = lo ^ np.uint32(0x8000)
+    K.check_float((got >> np.uint32(16)).astype(np.uint16), neg_lo.astype(np.uint16), "f16", [a], "upper")
+    K.check_float((got & np.uint32(0xFFFF)).astype(np.uint16), hi.astype(np.uint16), "f16", [a], "lower")
