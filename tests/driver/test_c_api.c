@@ -626,6 +626,22 @@ static void test_memory(void) {
     OK(cuMemAdvise(managed, 4096, CU_MEM_ADVISE_SET_READ_MOSTLY, loc));
     EXPECT(cuMemAdvise(managed, 4096, (CUmem_advise)99, loc), CUDA_ERROR_INVALID_VALUE);
     EXPECT(cuMemAdvise(managed, 8192, CU_MEM_ADVISE_SET_READ_MOSTLY, loc), CUDA_ERROR_INVALID_VALUE);
+    int range_val = -7;
+    OK(cuMemRangeGetAttribute(&range_val, 4, CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, managed, 4096));
+    CHECK(range_val == 1);
+    OK(cuMemRangeGetAttribute(&range_val, 4, CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION, managed, 4096));
+    CHECK(range_val == CU_DEVICE_INVALID);
+    OK(cuMemAdvise(managed, 4096, CU_MEM_ADVISE_SET_PREFERRED_LOCATION, loc));
+    OK(cuMemRangeGetAttribute(&range_val, 4, CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION, managed, 4096));
+    CHECK(range_val == 0);
+    OK(cuMemRangeGetAttribute(&range_val, 4, CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION, managed, 4096));
+    CHECK(range_val == 0);
+    int accessed[3] = {7, 7, 7};
+    OK(cuMemAdvise(managed, 4096, CU_MEM_ADVISE_SET_ACCESSED_BY, loc));
+    OK(cuMemRangeGetAttribute(accessed, sizeof accessed, CU_MEM_RANGE_ATTRIBUTE_ACCESSED_BY, managed, 4096));
+    CHECK(accessed[0] == 0 && accessed[1] == CU_DEVICE_INVALID && accessed[2] == CU_DEVICE_INVALID);
+    EXPECT(cuMemRangeGetAttribute(&range_val, 8, CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, managed, 4096),
+           CUDA_ERROR_INVALID_VALUE);
     EXPECT(cuMemAllocManaged(&managed, 16, 0), CUDA_ERROR_INVALID_VALUE);
 
     /* pointer attributes */

@@ -21,7 +21,7 @@ class Allocation:
     """kind: 'device', 'host' (cuMemHostAlloc/cuMemAllocHost), 'managed', 'registered'
     (cuMemHostRegister), 'pool' (cuMemAllocAsync)."""
 
-    __slots__ = ("base", "size", "kind", "ctx", "device", "flags", "buffer_id", "pool", "freeing", "sync_memops", "end")
+    __slots__ = ("base", "size", "kind", "ctx", "device", "flags", "buffer_id", "pool", "freeing", "sync_memops", "end", "advice")
 
     def __init__(self, base, size, kind, ctx, device, flags=0, pool=None):
         self.base = base
@@ -35,6 +35,7 @@ class Allocation:
         self.buffer_id = next(_buffer_ids)
         self.freeing = False
         self.sync_memops = 0
+        self.advice = None          # managed memory: cuMemAdvise/cuMemPrefetchAsync state (memory.py)
 
 
 class AllocationIndex:

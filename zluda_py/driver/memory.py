@@ -16,6 +16,8 @@ CU_MEMHOSTREGISTER_MASK = 0xF
 CU_MEM_ATTACH_GLOBAL = 0x1
 CU_MEM_ATTACH_HOST = 0x2
 CU_DEVICE_CPU = -1
+CU_MEM_LOCATION_TYPE_DEVICE = 1
+CU_MEM_LOCATION_TYPE_HOST = 2
 _DEVICE_SIDE = ("device", "managed", "pool")
 
 
@@ -231,10 +233,39 @@ def mem_alloc_managed(dptr, size, flags):
 
 
 def _managed_range(ptr, count):
+    """The allocation holding [ptr, ptr+count), or None for pageable memory (device-accessible here:
+    CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS = 1)."""
     a = INDEX.find(ptr)
     if count == 0 or (a is not None and ptr + count > a.end):
         raise CudaError(CUDA_ERROR_INVALID_VALUE, f"range {ptr:#x}+{count} is not within one allocation")
-    # Pageable memory is device-accessible here (CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS = 1).
+    return a
+
+
+def _advice(a) -> dict:
+    """Advice is kept per allocation (CUDA keeps it per page; whole allocations are the common case)."""
+    if a.advice is None:
+        a.advice = {"read_mostly": 0, "preferred": None, "accessed_by": [], "prefetched": None}
+    return a.advice
+
+
+def _location_of_device(dev):
+    return (CU_MEM_LOCATION_TYPE_HOST, 0) if dev == CU_DEVICE_CPU else (CU_MEM_LOCATION_TYPE_DEVICE, dev)
+
+
+def _record_advice(a, advice, loc):
+    if a is None:
+        return
+    adv = _advice(a)
+    if advice in (1, 2):
+        adv["read_mostly"] = int(advice == 1)
+    elif advice == 3:
+        adv["preferred"] = loc
+    elif advice == 4:
+        adv["preferred"] = None
+    elif advice == 5 and loc not in adv["accessed_by"]:
+        adv["accessed_by"].append(loc)
+    elif advice == 6 and loc in adv["accessed_by"]:
+        adv["accessed_by"].remove(loc)
 
 
 def _check_device_or_cpu(dev):
@@ -258,17 +289,22 @@ def _check_location(loc):
 def _prefetch(per_thread, ptr, count, dev, hstream):
     from zluda_py.driver.stream import resolve_stream
     resolve_stream(hstream, per_thread)
-    _managed_range(ptr, count)
+    a = _managed_range(ptr, count)
     _check_device_or_cpu(dev)
+    if a is not None:
+        _advice(a)["prefetched"] = _location_of_device(dev)
 
 
 def _prefetch_v2(per_thread, ptr, count, location, flags, hstream):
     from zluda_py.driver.stream import resolve_stream
     resolve_stream(hstream, per_thread)
-    _managed_range(ptr, count)
-    _check_location(_location(location))
+    a = _managed_range(ptr, count)
+    loc = _location(location)
+    _check_location(loc)
     if flags != 0:
         raise CudaError(CUDA_ERROR_INVALID_VALUE, f"flags must be 0, got {flags:#x}")
+    if a is not None:
+        _advice(a)["prefetched"] = loc
 
 
 export("cuMemPrefetchAsync")(lambda *a: _prefetch(False, *a))
@@ -285,14 +321,71 @@ def _check_advice(advice):
 @export("cuMemAdvise")
 def mem_advise(ptr, count, advice, dev):
     ctxmod.current_context()
-    _managed_range(ptr, count)
+    a = _managed_range(ptr, count)
     _check_advice(advice)
     _check_device_or_cpu(dev)
+    _record_advice(a, advice, _location_of_device(dev))
 
 
 @export("cuMemAdvise_v2")
 def mem_advise_v2(ptr, count, advice, location):
     ctxmod.current_context()
-    _managed_range(ptr, count)
+    a = _managed_range(ptr, count)
     _check_advice(advice)
-    _check_location(_location(location))
+    loc = _location(location)
+    _check_location(loc)
+    _record_advice(a, advice, loc)
+
+
+# --- cuMemRangeGetAttribute(s) ------------------------------------------------------------------------
+CU_DEVICE_INVALID = -2
+CU_MEM_LOCATION_TYPE_INVALID = 0
+
+
+def _as_device(loc):
+    if loc is None:
+        return CU_DEVICE_INVALID
+    return loc[1] if loc[0] == CU_MEM_LOCATION_TYPE_DEVICE else CU_DEVICE_CPU
+
+
+def _range_attribute(data, size, attr, ptr, count):
+    a = _managed_range(ptr, count)
+    if a is None or a.kind != "managed":
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{ptr:#x}+{count} is not managed memory")
+    adv = _advice(a)
+    if not data:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, "data is NULL")
+    if attr == 3:
+        if size == 0 or size % 4:
+            raise CudaError(CUDA_ERROR_INVALID_VALUE, f"dataSize {size} is not a positive multiple of 4")
+        ids = [_as_device(loc) for loc in adv["accessed_by"]][: size // 4]
+        ids += [CU_DEVICE_INVALID] * (size // 4 - len(ids))
+        for i, v in enumerate(ids):
+            cmem.write_i32(data + 4 * i, v)
+        return
+    values = {1: adv["read_mostly"], 2: _as_device(adv["preferred"]), 4: _as_device(adv["prefetched"]),
+              5: adv["preferred"][0] if adv["preferred"] else CU_MEM_LOCATION_TYPE_INVALID,
+              6: adv["preferred"][1] if adv["preferred"] else 0,
+              7: adv["prefetched"][0] if adv["prefetched"] else CU_MEM_LOCATION_TYPE_INVALID,
+              8: adv["prefetched"][1] if adv["prefetched"] else 0}
+    if attr not in values:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, f"unknown range attribute {attr}")
+    if size != 4:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, f"dataSize {size} must be 4 for attribute {attr}")
+    cmem.write_i32(data, values[attr])
+
+
+@export("cuMemRangeGetAttribute")
+def mem_range_get_attribute(data, size, attr, ptr, count):
+    ctxmod.current_context()
+    _range_attribute(data, size, attr, ptr, count)
+
+
+@export("cuMemRangeGetAttributes")
+def mem_range_get_attributes(data, sizes, attrs, num, ptr, count):
+    ctxmod.current_context()
+    if num == 0 or not data or not sizes or not attrs:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, "no attributes, or NULL arrays")
+    for i in range(num):
+        _range_attribute(cmem.read_ptr(data + 8 * i), cmem.read_u64(sizes + 8 * i),
+                         cmem.read_u32(attrs + 4 * i), ptr, count)
