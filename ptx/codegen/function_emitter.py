@@ -395,7 +395,8 @@ class FunctionEmitter:
         return "p." + ptx_label
 
     def emit_body(self):
-        for st in self.flat.body:
+        for i, st in enumerate(self.flat.body):
+            self.cur_index = i
             if isinstance(st, A.Label):
                 self.f.label(self.label_name(st.name))
                 continue
@@ -475,7 +476,7 @@ class FunctionEmitter:
         cont = f.new_label(f"resume{k}.cont")
         setup(k)
         f.term(f"br label %save.{k}")
-        self.sync_sites.append((k, status, cont, after))
+        self.sync_sites.append((k, status, cont, after, self.cur_index))
         f.label(cont)
 
     def frame_field(self, off):

@@ -297,7 +297,13 @@ def emit_kernel(func: A.Function, flat, mctx: ModuleContext, has_sync: bool, out
     else:
         text, frame_bytes, local_bytes = _emit_sync_thread(func, flat, mctx)
         out_funcs.append(text)
-        out_funcs.append(_emit_sync_block_fn(func, sym, frame_bytes, mctx))
+        barrier_only = all(sync_kind(st) != "warp" and not (st.opcode in ("bar", "barrier")
+                                                               and "red" in st.mods)
+                           for st in flat.body if isinstance(st, A.Instruction) and sync_kind(st))
+        if barrier_only:
+            out_funcs.append(_emit_barrier_block_fn(func, sym, frame_bytes))
+        else:
+            out_funcs.append(_emit_sync_block_fn(func, sym, frame_bytes, mctx))
     return KernelInfo(func.name, f"k.{func.name}", params, param_size, static_shared, local_bytes,
                       frame_bytes, has_sync, func.directives.get("maxntid"),
                       func.directives.get("reqntid"), [p.type.name for p in func.params])
@@ -380,26 +386,141 @@ def _emit_sync_thread(func, flat, mctx):
         reg_off[name] = off
         off += sz
     frame_bytes = round_up(off, 64)
-    for k, status, cont, after in em.sync_sites:
+    from ptx.passes.liveness import live_out_sets
+    live = live_out_sets(flat.body, em.is_register, flat.branch_targets,
+                         indices=[site[4] for site in em.sync_sites])
+    for k, status, cont, after, idx in em.sync_sites:
+        # only what is live after the suspension point crosses it (registers the body never names
+        # as operands, like the carry flag, always do)
+        keep = [(name, ty, ptr) for name, (ty, ptr) in em.regs.items()
+                if name in live[idx] or not em.is_register(name)]
         f.label(f"save.{k}")
-        for name, (ty, ptr) in em.regs.items():
+        for name, ty, ptr in keep:
             v = f.op(f"load {ty}, ptr {ptr}")
             em.store_frame(reg_off[name], ty, v)
         em.store_frame(FE.FH_RESUME, "i32", str(k))
         f.term(f"ret i32 {status}")
         f.label(f"restore.{k}")
-        for name, (ty, ptr) in em.regs.items():
+        for name, ty, ptr in keep:
             v = em.load_frame(reg_off[name], ty)
             f.emit(f"store {ty} {v}, ptr {ptr}")
         if after is not None:
             after()
         f.term(f"br label %{cont}")
-    cases = " ".join(f"i32 {k}, label %restore.{k}" for k, _, _, _ in em.sync_sites)
+    cases = " ".join(f"i32 {site[0]}, label %restore.{site[0]}" for site in em.sync_sites)
     dispatch = ["  %resume = load i32, ptr %frame, align 4",
                 f"  switch i32 %resume, label %start [ {cases} ]"]
     header = f"define internal i32 @\"t.{func.name}\"({_reg_signature()}) {{"
     local_bytes = local_end - FE.FRAME_HEADER_BYTES
     return _assemble(header, em, dispatch, f.lines, []), frame_bytes, local_bytes
+
+
+def _emit_barrier_block_fn(func, sym, frame_bytes):
+    """Block barriers only (no warp collectives, no bar.red): each phase runs every live thread of
+    the block, in order, up to its next barrier or its exit; the next phase releases them all. The
+    thread function has this single call site, so LLVM inlines it into the loop."""
+    fb = frame_bytes
+    return f"""define i32 {sym}(ptr %L, i64 %first, i64 %last, ptr %W) {{
+entry:
+  %gxp = getelementptr i8, ptr %L, i64 {FE.L_GRID}
+  %gx = load i32, ptr %gxp
+  %gyp = getelementptr i8, ptr %L, i64 {FE.L_GRID + 4}
+  %gy = load i32, ptr %gyp
+  %bxp = getelementptr i8, ptr %L, i64 {FE.L_BLOCK}
+  %bx = load i32, ptr %bxp
+  %byp = getelementptr i8, ptr %L, i64 {FE.L_BLOCK + 4}
+  %by = load i32, ptr %byp
+  %bzp = getelementptr i8, ptr %L, i64 {FE.L_BLOCK + 8}
+  %bz = load i32, ptr %bzp
+  %scp = getelementptr i8, ptr %W, i64 {FE.W_SCRATCH}
+  %scratch = load ptr, ptr %scp
+  %nxy = mul i32 %bx, %by
+  %n = mul i32 %nxy, %bz
+  %gx64 = zext i32 %gx to i64
+  %gy64 = zext i32 %gy to i64
+  %ne = icmp ult i64 %first, %last
+  br i1 %ne, label %head, label %done
+head:
+  %b = phi i64 [ %first, %entry ], [ %b.next, %next ]
+  %bq = udiv i64 %b, %gx64
+  %cx64 = urem i64 %b, %gx64
+  %cy64 = urem i64 %bq, %gy64
+  %cz64 = udiv i64 %bq, %gy64
+  %cx = trunc i64 %cx64 to i32
+  %cy = trunc i64 %cy64 to i32
+  %cz = trunc i64 %cz64 to i32
+  br label %init
+init:
+  %it = phi i32 [ 0, %head ], [ %it.next, %init ]
+  %it64 = zext i32 %it to i64
+  %ioff = mul i64 %it64, {fb}
+  %ifr = getelementptr i8, ptr %scratch, i64 %ioff
+  store i64 0, ptr %ifr
+  %it.next = add nuw i32 %it, 1
+  %imore = icmp ult i32 %it.next, %n
+  br i1 %imore, label %init, label %phase
+phase:
+  br label %tz
+tz:
+  %z = phi i32 [ 0, %phase ], [ %z.next, %tz.latch ]
+  %live.z = phi i1 [ false, %phase ], [ %live.y.out, %tz.latch ]
+  %t.z = phi i64 [ 0, %phase ], [ %t.y.out, %tz.latch ]
+  br label %ty
+ty:
+  %y = phi i32 [ 0, %tz ], [ %y.next, %ty.latch ]
+  %live.y = phi i1 [ %live.z, %tz ], [ %live.x.out, %ty.latch ]
+  %t.y = phi i64 [ %t.z, %tz ], [ %t.x.out, %ty.latch ]
+  br label %tx
+tx:
+  %x = phi i32 [ 0, %ty ], [ %x.next, %tx.latch ]
+  %live = phi i1 [ %live.y, %ty ], [ %live.next, %tx.latch ]
+  %t = phi i64 [ %t.y, %ty ], [ %t.next, %tx.latch ]
+  %off = mul i64 %t, {fb}
+  %fr = getelementptr i8, ptr %scratch, i64 %off
+  %stp = getelementptr i8, ptr %fr, i64 4
+  %state = load i32, ptr %stp
+  %isdone = icmp ne i32 %state, 0
+  br i1 %isdone, label %tx.latch, label %run
+run:
+  %r = call i32 @"t.{func.name}"(ptr %L, ptr %W, ptr %fr, i32 %x, i32 %y, i32 %z, i32 %cx, i32 %cy, i32 %cz)
+  %fin = icmp eq i32 %r, {FE.ST_DONE}
+  br i1 %fin, label %mark, label %notdone
+mark:
+  store i32 1, ptr %stp
+  br label %tx.latch
+notdone:
+  %abort = icmp uge i32 %r, {FE.ST_ABORT_BASE}
+  br i1 %abort, label %fail, label %tx.latch
+tx.latch:
+  %live.next = phi i1 [ %live, %tx ], [ %live, %mark ], [ true, %notdone ]
+  %t.next = add nuw i64 %t, 1
+  %x.next = add nuw i32 %x, 1
+  %xm = icmp ult i32 %x.next, %bx
+  br i1 %xm, label %tx, label %ty.latch
+ty.latch:
+  %live.x.out = phi i1 [ %live.next, %tx.latch ]
+  %t.x.out = phi i64 [ %t.next, %tx.latch ]
+  %y.next = add nuw i32 %y, 1
+  %ym = icmp ult i32 %y.next, %by
+  br i1 %ym, label %ty, label %tz.latch
+tz.latch:
+  %live.y.out = phi i1 [ %live.x.out, %ty.latch ]
+  %t.y.out = phi i64 [ %t.x.out, %ty.latch ]
+  %z.next = add nuw i32 %z, 1
+  %zm = icmp ult i32 %z.next, %bz
+  br i1 %zm, label %tz, label %phase.end
+phase.end:
+  br i1 %live.y.out, label %phase, label %next
+next:
+  %b.next = add nuw i64 %b, 1
+  %more = icmp ult i64 %b.next, %last
+  br i1 %more, label %head, label %done
+fail:
+  %code = sub i32 %r, {FE.ST_ABORT_BASE}
+  ret i32 %code
+done:
+  ret i32 0
+}}"""
 
 
 def _emit_sync_block_fn(func, sym, frame_bytes, mctx):
