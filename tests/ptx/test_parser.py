@@ -588,3 +588,110 @@ def test_control_flow_check_errors():
 
 def test_branch_to_label_in_enclosing_block_is_fine():
     ptx.parse(kernel("OUT:\n{\n.reg .pred q;\nsetp.eq.s32 q, %r1, 0;\n@q bra.uni OUT;\n}\nret;"))
+
+
+ISA_FORMS = """
+    ld.global.nc.L1::no_allocate.L2::256B.v4.f32 {%f1, %f2, %f3, %f4}, [%rd1];
+    ld.global.L2::cache_hint.b32 %r1, [%rd1], %rd2;
+    st.global.L1::no_allocate.v2.u32 [%rd1+8], {%r1, %r2};
+    st.global.b128 [%rd1], %q1;
+    ldu.global.f32 %f1, [%rd1];
+    atom.global.cas.b32 %r1, [%rd1], %r2, %r3;
+    atom.acq_rel.gpu.global.add.u64 %rd3, [%rd1], 1;
+    atom.global.add.noftz.f16x2 %r1, [%rd1], %r2;
+    red.relaxed.sys.global.add.f32 [%rd1], %f1;
+    shfl.sync.idx.b32 %r1|%p1, %r2, 0, 31, -1;
+    vote.sync.ballot.b32 %r1, %p1, -1;
+    vote.sync.any.pred %p2, !%p1, -1;
+    match.all.sync.b32 %r1|%p1, %r2, -1;
+    redux.sync.add.u32 %r1, %r2, -1;
+    activemask.b32 %r1;
+    elect.sync %r1|%p1, -1;
+    bar.sync 0, 128;
+    bar.red.popc.u32 %r1, 0, %p1;
+    bar.red.and.pred %p2, 1, !%p1;
+    barrier.sync.aligned 0;
+    bar.warp.sync -1;
+    barrier.cluster.arrive.release.aligned;
+    membar.gl;
+    fence.acq_rel.gpu;
+    fence.proxy.tensormap::generic.acquire.gpu [%rd1], 128;
+    mbarrier.init.shared::cta.b64 [%r1], 32;
+    mbarrier.try_wait.parity.shared::cta.b64 %p1, [%r1], %r2;
+    cp.async.ca.shared.global [%r1], [%rd1], 16;
+    cp.async.commit_group;
+    cp.async.wait_group 0;
+    cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%r1], [%rd1, {%r2, %r3}], [%r4];
+    ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r1, %r2, %r3, %r4}, [%r5];
+    mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%f1, %f2, %f3, %f4}, {%r1, %r2, %r3, %r4}, {%r5, %r6}, {%f5, %f6, %f7, %f8};
+    wmma.load.a.sync.aligned.row.m16n16k16.global.f16 {%r1, %r2, %r3, %r4, %r5, %r6, %r7, %r8}, [%rd1], 16;
+    tex.2d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [%rd1, %rd2, {%f5, %f6}];
+    tld4.r.2d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [%rd1, {%f5, %f6}];
+    suld.b.2d.v4.b32.trap {%r1, %r2, %r3, %r4}, [%rd1, {%r5, %r6}];
+    sust.b.1d.b32.clamp [%rd1, {%r5}], {%r1};
+    txq.width.b32 %r1, [%rd1];
+    prmt.b32.f4e %r1, %r2, %r3, %r4;
+    lop3.b32 %r1, %r2, %r3, %r4, 0xE8;
+    shf.r.clamp.b32 %r1, %r2, %r3, %r4;
+    bfe.s64 %rd1, %rd2, %r1, %r2;
+    bmsk.clamp.b32 %r1, %r2, %r3;
+    szext.wrap.s32 %r1, %r2, %r3;
+    dp4a.u32.s32 %r1, %r2, %r3, %r4;
+    cvt.rn.satfinite.e4m3x2.f32 %rs1, %f1, %f2;
+    cvt.rzi.s32.f32 %r1, %f1;
+    cvt.pack.sat.u8.s32.b32 %r1, %r2, %r3, %r4;
+    testp.notanumber.f64 %p1, %fd1;
+    copysign.f32 %f1, %f2, %f3;
+    ex2.approx.ftz.bf16x2 %r1, %r2;
+    tanh.approx.f32 %f1, %f2;
+    rcp.approx.ftz.f64 %fd1, %fd2;
+    mad.wide.u32 %rd1, %r1, %r2, %rd2;
+    mul.hi.u64 %rd1, %rd2, %rd3;
+    add.cc.u32 %r1, %r2, %r3;
+    addc.cc.u32 %r1, %r2, %r3;
+    max.xorsign.abs.bf16x2 %r1, %r2, %r3;
+    min.NaN.f32 %f1, %f2, %f3;
+    setp.ne.and.b32 %p1, %r1, 0, %p2;
+    set.lt.u32.s32 %r1, %r2, %r3;
+    selp.f32 %f1, 0f3F800000, 0fBF800000, %p1;
+    slct.s32.f32 %r1, %r2, %r3, %f1;
+    isspacep.shared %p1, %rd1;
+    cvta.to.shared.u64 %rd1, %rd2;
+    mapa.shared::cluster.u32 %r1, %r2, %r3;
+    getctarank.shared::cluster.u32 %r1, %r2;
+    griddepcontrol.wait;
+    prefetch.global.L2::evict_last [%rd1];
+    createpolicy.fractional.L2::evict_last.b64 %rd1, 0.5;
+    applypriority.global.L2::evict_normal [%rd1], 128;
+    discard.global.L2 [%rd1], 128;
+    nanosleep.u32 100;
+    setmaxnreg.inc.sync.aligned.u32 232;
+    stacksave.u64 %rd1;
+    stackrestore.u64 %rd1;
+    alloca.u64 %rd1, %rd2, 16;
+    pmevent 1;
+    mov.u32 %r1, %envreg3;
+    mov.u32 %r1, %cluster_ctarank;
+    mov.u64 %rd1, %globaltimer;
+    multimem.ld_reduce.relaxed.sys.global.add.f32 %f1, [%rd1];
+    tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [%r1], 32;
+    clusterlaunchcontrol.try_cancel.async.shared::cta.mbarrier::complete_tx::bytes.b128 [%r1], [%r2];
+    brkpt;
+    @%p1 trap;
+    @!%p1 exit;
+    ret;
+"""
+
+
+def test_isa_instruction_forms_parse_and_check():
+    text = kernel(ISA_FORMS, regs=".reg .pred %p<4>;\n.reg .b16 %rs<4>;\n.reg .b32 %r<10>;\n.reg .f32 %f<10>;\n"
+                                  ".reg .b64 %rd<4>;\n.reg .f64 %fd<4>;\n.reg .b128 %q<2>;\n")
+    ins = [s for s in body_of(text) if isinstance(s, ast.Instruction)]
+    assert len(ins) == ISA_FORMS.count(";")
+    bulk = [i for i in ins if i.opcode == "cp" and "bulk" in i.mods][0]
+    assert bulk.mods[-1] == "mbarrier::complete_tx::bytes"
+    src = bulk.operands[1]
+    assert src.base == "%rd1" and isinstance(src.extra[0], ast.Vector)
+    tex = [i for i in ins if i.opcode == "tex"][0]
+    assert [type(e).__name__ for e in tex.operands[1].extra] == ["Reg", "Vector"]
+    assert ins[-2].guard == ("%p1", True) and (ins[-2].opcode, ins[-2].operands) == ("exit", [])
