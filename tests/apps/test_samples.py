@@ -7,6 +7,7 @@ device printed appear, in order, exactly as a real GPU prints them.
 
 import os
 import shutil
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -102,6 +103,63 @@ def test_sample_runs_through_shim(built_samples, shim_libdir, name, flavour):
     assert nonempty and nonempty[-1].strip() == "PASS", summary
     missing = _check_lines_in_order(lines, EXPECTED_LINES.get(name, []))
     assert not missing, f"device printf lines missing or out of order: {missing}\n{summary}"
+
+
+def _elf_section(path: Path, name: str) -> bytes | None:
+    """The bytes of one section of a 64-bit little-endian ELF file."""
+    data = path.read_bytes()
+    assert data[:4] == b"\x7fELF", f"{path} is not an ELF file"
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
+    headers = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)]
+    names_off = headers[shstrndx][4]
+    for h in headers:
+        end = data.index(b"\0", names_off + h[0])
+        if data[names_off + h[0]:end].decode() == name:
+            return data[h[4]:h[4] + h[5]]
+    return None
+
+
+def _fatbin_entries(blob: bytes) -> list[tuple[int, int, int]]:
+    """(kind, sm, flags) of every entry of every fatbin header in a .nv_fatbin section (layout: fatbin.md)."""
+    out, off = [], 0
+    while off + 16 <= len(blob):
+        magic, _version, header_size, size = struct.unpack_from("<IHHQ", blob, off)
+        if magic != 0xBA55ED50:
+            break
+        e, end = off + header_size, off + header_size + size
+        while e < end:
+            kind, _v, entry_header, padded = struct.unpack_from("<HHII", blob, e)
+            compressed, = struct.unpack_from("<I", blob, e + 16)
+            sm, = struct.unpack_from("<I", blob, e + 28)
+            flags, = struct.unpack_from("<Q", blob, e + 40)
+            out.append((kind, sm, flags))
+            e += entry_header + max(padded, compressed)
+        off = end
+    return out
+
+
+PTX_KIND, ELF_KIND, LZ4, ZSTD = 1, 2, 0x2000, 0x8000
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_flavour_images(built_samples, flavour):
+    """Each flavour embeds what it promises: PTX-only zstd, nvcc's SASS+PTX default, PTX-only LZ4."""
+    cc = os.environ.get("ZLUDA_CC", "8.6").strip()
+    cc = int(cc.replace(".", "")) if "." in cc else int(cc)
+    for name in SAMPLES:
+        blob = _elf_section(built_samples / flavour / name, ".nv_fatbin")
+        assert blob, f"{flavour}/{name} has no .nv_fatbin section"
+        entries = _fatbin_entries(blob)
+        ptx = [e for e in entries if e[0] == PTX_KIND]
+        elf = [e for e in entries if e[0] == ELF_KIND]
+        assert ptx, f"{flavour}/{name}: no PTX entry in {entries}"
+        if flavour == "default":
+            assert elf and all(sm == 75 for _, sm, _ in entries), f"{flavour}/{name}: {entries}"
+        else:
+            codec = ZSTD if flavour == "ptx" else LZ4
+            assert not elf, f"{flavour}/{name} carries SASS: {entries}"
+            assert all(sm == cc and flags & codec for _, sm, flags in ptx), f"{flavour}/{name}: {entries}"
 
 
 def test_sample_count():
