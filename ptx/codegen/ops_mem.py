@@ -208,3 +208,40 @@ def op_isspacep(em, ins):
     else:
         unsupported(ins)
     em.write(ins.operands[0], r, "pred")
+
+
+@handles("cp")
+def op_cp(em, ins):
+    """cp.async runs synchronously on the CPU: the copy is complete before the next instruction, so
+    commit_group/wait_group/wait_all have nothing left to wait for."""
+    mods = set(ins.mods)
+    if "async" not in mods or "bulk" in mods or "mbarrier" in mods or "tensor" in mods:
+        unsupported(ins)
+    if {"commit_group", "wait_group", "wait_all"} & mods:
+        return
+    f = em.f
+    ops = ins.operands
+    dst = em.address(ops[0], "shared")
+    src = em.address(ops[1], "global")
+    if not isinstance(ops[2], A.Imm):
+        semantic(ins, "cp-size must be a constant")
+    cp = ops[2].value
+    n = str(cp)
+    for extra in ops[3:]:
+        if isinstance(extra, (A.Reg, A.Negated)) and em.is_register(getattr(extra, "name", None) or
+                                                                        extra.operand.name):
+            reg = extra.name if isinstance(extra, A.Reg) else extra.operand.name
+            d = em.flat.lookup(reg)
+            if d is not None and d.type.name == "pred":
+                ignore = em.read(extra, "pred")
+                n = f.op(f"select i1 {ignore}, i64 0, i64 {n}")
+                continue
+        if extra is ops[3]:
+            s = em.read(extra, "u32")
+            s = f.op(f"zext i32 {s} to i64")
+            n = em.call("llvm.umin.i64", "i64", [("i64", s), ("i64", n)])
+    em.call("llvm.memcpy.p0.p0.i64", "void", [("ptr", dst), ("ptr", src), ("i64", n), ("i1", "false")])
+    if n != str(cp):
+        rest = f.op(f"sub i64 {cp}, {n}")
+        tail = f.op(f"getelementptr i8, ptr {dst}, i64 {n}")
+        em.call("llvm.memset.p0.i64", "void", [("ptr", tail), ("i8", "0"), ("i64", rest), ("i1", "false")])

@@ -80,7 +80,7 @@ def _inline(call, ff, callee_ff, funcs, sync_funcs, stack):
         raise PTXUnsupportedError("predicated call of a synchronizing function", call.pos.line,
                                   call.pos.col)
     for formal, actual in list(zip(fn.returns, rets)) + list(zip(fn.params, args)):
-        if not isinstance(actual, A.Reg):
+        if not isinstance(actual, (A.Reg, A.SymbolExpr)) or getattr(actual, 'offset', 0):
             raise PTXUnsupportedError("non-variable argument to a synchronizing function",
                                       call.pos.line, call.pos.col)
         if formal.space == "reg":
