@@ -86,7 +86,7 @@ def _instr_type(mods):
 
 
 class _Scope:
-    __slots__ = ("parent", "regs", "reg_ranges", "symbols", "labels")
+    __slots__ = ("parent", "regs", "reg_ranges", "symbols", "labels", "protos")
 
     def __init__(self, parent):
         self.parent = parent
@@ -94,6 +94,7 @@ class _Scope:
         self.reg_ranges = {}  # prefix -> (count, ast.Type) from %r<N>
         self.symbols = {}     # name -> kind ('var', 'targets', 'proto')
         self.labels = set()
+        self.protos = {}      # call prototype name -> (returns, params) counts
 
 
 class _Checker:
@@ -106,6 +107,7 @@ class _Checker:
         for item in self.module.items:
             if isinstance(item, ast.Function):
                 self.globals[item.name] = "func"
+                self.fn_sigs.setdefault(item.name, (len(item.returns), len(item.params)))
             elif isinstance(item, ast.VarDecl):
                 prev = self.globals.get(item.name)
                 if prev == "var" and item.linkage not in ("extern", "weak", "common"):
@@ -224,6 +226,7 @@ class _Checker:
                 scope.symbols[st.name] = "calltargets" if st.is_call else "targets"
             elif isinstance(st, ast.CallPrototype):
                 scope.symbols[st.name] = "proto"
+                scope.protos[st.name] = (len(st.returns), len(st.params))
 
     # ------------------------------------------------------------ instructions
 
@@ -272,8 +275,31 @@ class _Checker:
         if isinstance(target, ast.SymbolExpr):
             if self.symbol_kind(scope, target.name) != "func":
                 _fail(f"call target '{target.name}' is not a function", target.pos)
-        elif not isinstance(target, ast.Reg):
+            sig = self.fn_sigs.get(target.name)
+        elif isinstance(target, ast.Reg):
+            sig = None
+            if i + 2 < len(ops) and isinstance(ops[-1], ast.SymbolExpr):
+                sig = self.prototype(scope, ops[-1].name)
+        else:
             _fail("call target must be a function or a register", target.pos)
+        if sig is None:
+            return
+        nret = len(ops[0].items) if i == 1 else 0
+        args = ops[i + 1] if i + 1 < len(ops) and isinstance(ops[i + 1], ast.ParenList) else None
+        nargs = len(args.items) if args is not None else 0
+        if nret > sig[0]:
+            _fail(f"call takes {nret} return values, the callee returns {sig[0]}", ops[0].pos)
+        if nargs != sig[1]:
+            _fail(f"call passes {nargs} arguments, the callee takes {sig[1]}", (args or target).pos)
+
+    def prototype(self, scope, name):
+        s = scope
+        while s is not None:
+            p = s.protos.get(name)
+            if p is not None:
+                return p
+            s = s.parent
+        return None
 
     def operand_type(self, o, scope, ins):
         """Resolve names inside an operand (raising on undefined ones); return a register's Type for a

@@ -14,8 +14,6 @@ from ptx.errors import PTXSyntaxError
 
 # Token kinds (small ints keep the parser's comparisons cheap).
 WORD, DIR, INT, FLOAT, STR, PUNCT, ERR, EOF = range(8)
-KIND_NAMES = ("identifier", "directive", "integer", "float", "string", "punctuation", "invalid character",
-              "end of input")
 
 _SUFFIX = r"(?:\.[A-Za-z0-9_]+(?:::[A-Za-z0-9_]+)*)"
 # Each match is: skipped whitespace/comments/`@@DWARF` lines, then exactly one token (or the end).

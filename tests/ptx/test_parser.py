@@ -695,3 +695,29 @@ def test_isa_instruction_forms_parse_and_check():
     tex = [i for i in ins if i.opcode == "tex"][0]
     assert [type(e).__name__ for e in tex.operands[1].extra] == ["Reg", "Vector"]
     assert ins[-2].guard == ("%p1", True) and (ins[-2].opcode, ins[-2].operands) == ("exit", [])
+
+
+def test_call_argument_counts_checked():
+    text = HEADER + """
+.func (.param .b32 r) f(.param .b32 a, .param .b32 b)
+{
+    ret;
+}
+.entry k(.param .u64 fp)
+{
+    .reg .b64 %rd<2>;
+    {
+    .param .b32 param0;
+    .param .b32 retval0;
+    call.uni (retval0), f, (param0);
+    }
+    ret;
+}
+"""
+    e = error_of(text, PTXSemanticError)
+    assert (e.line, e.col) == line_col(text, "(param0)") and "1 arguments" in e.message
+    text2 = text.replace("call.uni (retval0), f, (param0);",
+                         "proto: .callprototype (.param .b32 _) _ (.param .b32 _);\n"
+                         "    call (retval0), %rd1, (param0, param0), proto;")
+    e = error_of(text2, PTXSemanticError)
+    assert (e.line, e.col) == line_col(text2, "(param0, param0)") and "takes 1" in e.message
