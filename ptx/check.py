@@ -92,7 +92,7 @@ class _Scope:
         self.parent = parent
         self.regs = {}        # name -> ast.Type
         self.reg_ranges = {}  # prefix -> (count, ast.Type) from %r<N>
-        self.symbols = {}     # name -> kind ('var', 'targets', 'proto')
+        self.symbols = {}     # name -> kind ('var', 'targets', 'calltargets', 'proto')
         self.labels = set()
         self.protos = {}      # call prototype name -> (returns, params) counts
 
@@ -104,14 +104,16 @@ class _Checker:
         self.fn_sigs = {}
 
     def run(self):
+        defined = set()
         for item in self.module.items:
             if isinstance(item, ast.Function):
+                if item.body is not None:
+                    if item.name in defined:
+                        _fail(f"function '{item.name}' is defined twice", item.pos)
+                    defined.add(item.name)
                 self.globals[item.name] = "func"
                 self.fn_sigs.setdefault(item.name, (len(item.returns), len(item.params)))
             elif isinstance(item, ast.VarDecl):
-                prev = self.globals.get(item.name)
-                if prev == "var" and item.linkage not in ("extern", "weak", "common"):
-                    pass  # redeclaration rules are the linker's concern
                 self.globals[item.name] = "var"
         for item in self.module.items:
             if isinstance(item, ast.VarDecl):

@@ -721,3 +721,9 @@ def test_call_argument_counts_checked():
                          "    call (retval0), %rd1, (param0, param0), proto;")
     e = error_of(text2, PTXSemanticError)
     assert (e.line, e.col) == line_col(text2, "(param0, param0)") and "takes 1" in e.message
+
+
+def test_function_defined_twice():
+    text = HEADER + ".func f()\n{\nret;\n}\n.func f();\n.func f()\n{\nret;\n}\n"
+    e = error_of(text, PTXSemanticError)
+    assert (e.line, e.col) == (11, 1) and "defined twice" in e.message
