@@ -726,4 +726,4 @@ def test_call_argument_counts_checked():
 def test_function_defined_twice():
     text = HEADER + ".func f()\n{\nret;\n}\n.func f();\n.func f()\n{\nret;\n}\n"
     e = error_of(text, PTXSemanticError)
-    assert (e.line, e.col) == (11, 1) and "defined twice" in e.message
+    assert (e.line, e.col) == (9, 1) and "defined twice" in e.message
