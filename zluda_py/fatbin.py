@@ -58,6 +58,14 @@ class ModuleImage:
     ptx: str | None = None     # set when fmt == 'ptx'
     entries: list | None = None
     cubin_sm: list | None = None   # SM versions of bare SASS cubins (no .nv_fatbin section)
+    # Relocatable device code (-rdc): one entry list per translation unit, whose PTX must be linked
+    # together (a version 2 wrapper's fatbins, an executable's __nv_relfatbin section).
+    link_groups: list | None = None
+
+    def entries_outside_groups(self) -> list:
+        """Entries that are not part of a link group (an executable's already linked .nv_fatbin)."""
+        grouped = {id(e) for g in self.link_groups or [] for e in g}
+        return [e for e in self.entries or [] if id(e) not in grouped]
 
     def describe(self) -> str:
         """The entries as 'PTX sm_86, SASS sm_75' for log lines."""
@@ -123,7 +131,12 @@ def parse_entries(data: bytes, header_size: int) -> list:
 
 def parse_fatbins(data: bytes) -> list:
     """Entries of every fatbin header laid back to back in `data` (empty headers skipped)."""
-    entries = []
+    return [e for group in parse_fatbin_groups(data) for e in group]
+
+
+def parse_fatbin_groups(data: bytes) -> list:
+    """One entry list per non-empty fatbin header laid back to back in `data` (8-byte aligned)."""
+    groups = []
     off = 0
     while off + _FATBIN_HEADER.size <= len(data):
         magic, _ver, hsize, size = _FATBIN_HEADER.unpack_from(data, off)
@@ -136,11 +149,12 @@ def parse_fatbins(data: bytes) -> list:
         start = off + hsize
         if size > len(data) - start:
             raise _bad(f"fatbin declares {size} bytes of entries, only {max(len(data) - start, 0)} present")
-        entries += parse_entries(data[start:start + size], hsize)
-        off = start + size
+        if size:
+            groups.append(parse_entries(data[start:start + size], hsize))
+        off = (start + size + 7) & ~7
     if off == 0:
         raise _bad("truncated fatbin header")
-    return entries
+    return groups
 
 
 _ELF64_HEADER = struct.Struct("<16sHHIQQQIHHHHHH")
@@ -187,9 +201,14 @@ def _cubin_sm(eflags: int) -> int:
 def _parse_elf(data: bytes) -> ModuleImage:
     sections, eflags = _elf_sections(data)
     fat = sections.get(".nv_fatbin")
-    if fat is None:
+    rel = sections.get("__nv_relfatbin")
+    if fat is None and rel is None:
         return ModuleImage("elf", entries=[], cubin_sm=[_cubin_sm(eflags)])
-    return ModuleImage("elf", entries=parse_fatbins(fat) if fat else [])
+    entries = parse_fatbins(fat) if fat else []
+    groups = parse_fatbin_groups(rel) if rel else None
+    if groups:
+        entries += [e for g in groups for e in g]
+    return ModuleImage("elf", entries=entries, link_groups=groups)
 
 
 def _parse_archive(data: bytes) -> ModuleImage:
@@ -335,11 +354,13 @@ def read_image(addr: int) -> ModuleImage:
             raise _bad("fatbin wrapper has no data pointer")
         entries = _read_fatbins_at(data)
         if version == 2 and extra:
+            groups = [entries]
             for i in range(4096):
                 sub, = struct.unpack("<Q", _read(extra + 8 * i, 8, "prelinked fatbin list"))
                 if not sub:
                     break
-                entries += _read_fatbins_at(sub)
+                groups.append(_read_fatbins_at(sub))
+            return ModuleImage("wrapper", entries=[e for g in groups for e in g], link_groups=groups)
         return ModuleImage("wrapper", entries=entries)
     if magic == FATBIN_MAGIC:
         return ModuleImage("fatbin", entries=_read_fatbins_at(addr))
@@ -360,6 +381,16 @@ def select_ptx(image: ModuleImage, sm: int, name: str = "module") -> str:
         return image.ptx
     ptx = [e for e in image.entries or [] if e.kind == KIND_PTX]
     usable = [e for e in ptx if e.sm <= sm]
+    if usable and image.link_groups and not _best(image.entries_outside_groups(), sm):
+        texts = []
+        for group in image.link_groups:
+            best = _best(group, sm)
+            if best is not None:
+                text = best.ptx_text()
+                if text not in texts:
+                    texts.append(text)
+        from zluda_py.ptxlink import merge_ptx
+        return merge_ptx(texts)
     if usable:
         return max(usable, key=lambda e: (e.sm, e.ptx_version)).ptx_text()
     if ptx:
@@ -367,6 +398,11 @@ def select_ptx(image: ModuleImage, sm: int, name: str = "module") -> str:
     else:
         why = f"it carries no PTX, only {image.describe()} (SASS cannot run here)"
     raise CudaError(CUDA_ERROR_NO_BINARY_FOR_GPU, f"{name}: no usable binary for sm_{sm}: {why}")
+
+
+def _best(entries, sm: int):
+    usable = [e for e in entries if e.kind == KIND_PTX and e.sm <= sm]
+    return max(usable, key=lambda e: (e.sm, e.ptx_version)) if usable else None
 
 
 def load_ptx_from_address(addr: int, sm: int, name: str = "module") -> str:

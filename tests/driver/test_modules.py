@@ -700,3 +700,40 @@ def test_sass_only_program_fails_cleanly(shim_libdir, build, tmp_path):
     p = subprocess.run([str(exe), "1"], capture_output=True, text=True, env=env, timeout=300)
     assert p.returncode == 1 and "FAIL" in p.stdout and "(209)" in p.stdout, p.stdout + p.stderr
     assert "SASS sm_86" in p.stderr and "Traceback" not in p.stderr
+
+
+RDC_MAIN = r"""
+#include <cstdio>
+#include <cstdlib>
+extern __device__ float twice(float x);
+__global__ void k(float *y, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = twice(y[i]) + 1.0f; }
+int main(int argc, char **argv) {
+    const int n = 1000; float h[n], want[n];
+    srand(atoi(argv[1]));
+    for (int i = 0; i < n; i++) { h[i] = rand() % 10000; want[i] = 2.0f * h[i] + 1.0f; }
+    float *d; cudaMalloc(&d, sizeof h); cudaMemcpy(d, h, sizeof h, cudaMemcpyHostToDevice);
+    k<<<4, 256>>>(d, n); cudaError_t e = cudaGetLastError();
+    cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost);
+    for (int i = 0; i < n; i++) if (h[i] != want[i]) { printf("FAIL %d %f (%s)\n", i, h[i], cudaGetErrorString(e)); return 1; }
+    printf("PASS\n"); return 0; }
+"""
+
+
+@needs_compiler
+@pytest.mark.parametrize("flavour,flags", [("ptx86", ["-gencode", "arch=compute_86,code=compute_86"]),
+                                           ("default", [])])
+def test_relocatable_device_code_program(shim_libdir, build, flavour, flags):
+    """-rdc: each translation unit's PTX sits in its own fatbin (__nv_relfatbin, a version 2 wrapper at run
+    time) and the PTX entries are linked into one module."""
+    (build.dir / "rdc_main.cu").write_text(RDC_MAIN)
+    (build.dir / "rdc_lib.cu").write_text(LINK_LIB)
+    exe = build.dir / f"rdc_{flavour}"
+    if not exe.exists():
+        subprocess.run([NVCC, "-rdc=true", *flags, "-o", str(exe), str(build.dir / "rdc_main.cu"),
+                        str(build.dir / "rdc_lib.cu")], check=True, capture_output=True)
+    from zluda_py import fatbin
+    img = fatbin.parse_image(exe.read_bytes())
+    assert img.link_groups and ".visible .func" in fatbin.select_ptx(img, 86)
+    p = subprocess.run([str(exe), str(random.randrange(1 << 30))], capture_output=True, text=True,
+                       env=dict(os.environ, LD_LIBRARY_PATH=shim_libdir), timeout=300)
+    assert p.returncode == 0 and p.stdout.strip() == "PASS", p.stdout + p.stderr
