@@ -26,6 +26,56 @@ def _version_key(header: str):
     return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
 
 
+_WEAK_FUNC = re.compile(r"\.weak\s+\.func\s*(?:\([^)]*\)\s*)?([A-Za-z_$%][\w$]*)\s*\(")
+
+
+def _definition_end(text: str, params_open: int) -> int:
+    """Index just past the body of the function whose parameter list opens at `params_open` (the index
+    just after its `(`); -1 for a declaration (`;` before any `{`)."""
+    close = text.find(")", params_open)
+    if close < 0:
+        return -1
+    brace, semi = text.find("{", close), text.find(";", close)
+    if brace < 0 or 0 <= semi < brace:
+        return -1
+    depth = 0
+    for i in range(brace, len(text)):
+        c = text[i]
+        if c == "{":
+            depth += 1
+        elif c == "}":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+    return -1
+
+
+def _drop_repeated_weak(bodies: list) -> list:
+    """Each translation unit carries its own copy of inline/template functions as .weak: keep the first."""
+    seen = set()
+    out = []
+    for b in bodies:
+        pieces, pos = [], 0
+        for m in _WEAK_FUNC.finditer(b):
+            if m.start() < pos:
+                continue
+            end = _definition_end(b, m.end())
+            if end < 0:   # a prototype: redundant once a definition was kept
+                end = b.find(";", m.end()) + 1
+                if m.group(1) in seen and end > 0:
+                    pieces.append(b[pos:m.start()])
+                    pos = end
+                continue
+            if m.group(1) in seen:
+                pieces.append(b[pos:m.start()])
+                pos = end
+            else:
+                seen.add(m.group(1))
+        pieces.append(b[pos:])
+        out.append("".join(pieces))
+    return out
+
+
 def merge_ptx(texts: list) -> str:
     """One PTX module from several: the newest .version header, the bodies in order, and .extern
     declarations dropped where another input defines the symbol."""
@@ -48,6 +98,6 @@ def merge_ptx(texts: list) -> str:
             return ""
         seen_externs.add(name)
         return m.group(0)
-    merged = [_EXTERN.sub(drop, b) for b in bodies]
+    merged = _drop_repeated_weak([_EXTERN.sub(drop, b) for b in bodies])
     header = max(headers, key=_version_key)
     return header + "\n" + "\n".join(merged)
