@@ -4,12 +4,13 @@ PTX entries, decompress them (LZ4 block / zstd) and pick the one to compile for 
 from __future__ import annotations
 
 import os
+import re
 import struct
 from dataclasses import dataclass
 
 from zluda_py import cmem
-from zluda_py.errors import (CUDA_ERROR_INVALID_IMAGE, CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_NO_BINARY_FOR_GPU,
-                             CudaError)
+from zluda_py.errors import (CUDA_ERROR_INVALID_IMAGE, CUDA_ERROR_INVALID_PTX, CUDA_ERROR_INVALID_VALUE,
+                             CUDA_ERROR_NO_BINARY_FOR_GPU, CudaError)
 
 WRAPPER_MAGIC = 0x466243B1
 FATBIN_MAGIC = 0xBA55ED50
@@ -374,10 +375,18 @@ def read_image(addr: int) -> ModuleImage:
 
 # --- selection --------------------------------------------------------------------------------------
 
+_TARGET_SM = re.compile(r"^\s*\.target\s+sm_(\d+)", re.M)
+
+
 def select_ptx(image: ModuleImage, sm: int, name: str = "module") -> str:
     """The PTX to compile for a device of compute capability `sm` (e.g. 86): the entry with the highest
     SM <= sm. Raises CUDA_ERROR_NO_BINARY_FOR_GPU, naming what the image carries, when none fits."""
     if image.ptx is not None:
+        target = _TARGET_SM.search(image.ptx)
+        if target and int(target.group(1)) > sm:
+            # What the driver's JIT says of PTX written for a newer GPU (ptxas refuses the .target).
+            raise CudaError(CUDA_ERROR_INVALID_PTX,
+                            f"{name}: PTX targets sm_{target.group(1)}, newer than the device's sm_{sm}")
         return image.ptx
     ptx = [e for e in image.entries or [] if e.kind == KIND_PTX]
     usable = [e for e in ptx if e.sm <= sm]

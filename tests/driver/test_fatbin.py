@@ -235,3 +235,15 @@ def test_pointer_with_lying_sizes_never_faults(build):
     with pytest.raises(CudaError) as e:
         fatbin.read_image(addr)
     assert e.value.code == CUDA_ERROR_INVALID_IMAGE
+
+
+def test_ptx_text_for_newer_target_refused():
+    from zluda_py.errors import CUDA_ERROR_INVALID_PTX
+    for target, ok in (("sm_90", False), ("sm_90a", False), ("sm_86", True), ("sm_75", True)):
+        text = f".version 8.0\n.target {target}\n.address_size 64\n".encode()
+        if ok:
+            assert fatbin.load_ptx_from_bytes(text, 86).startswith(".version")
+        else:
+            with pytest.raises(CudaError) as e:
+                fatbin.load_ptx_from_bytes(text, 86)
+            assert e.value.code == CUDA_ERROR_INVALID_PTX and "sm_90" in e.value.message

@@ -189,6 +189,8 @@ def test_sass_only_newer_ptx_and_corrupt_images(cu, build):
     assert load_data(cu, newer)[0] == NO_BINARY_FOR_GPU
     cubin = build("k.cubin", "k.cu", "-cubin", "-arch=sm_86").read_bytes()
     assert load_data(cu, cubin)[0] == NO_BINARY_FOR_GPU
+    ptx90 = build("k90.ptx", "k.cu", "-ptx", "-arch=compute_90").read_bytes()
+    assert load_data(cu, ptx90)[0] == 218                  # CUDA_ERROR_INVALID_PTX, as the JIT says
     good = build("k86.fatbin", "k.cu", "-fatbin", "-gencode", "arch=compute_86,code=compute_86").read_bytes()
     bad_magic = b"\x51" + good[1:]
     assert load_data(cu, bad_magic)[0] == INVALID_IMAGE
