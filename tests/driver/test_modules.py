@@ -739,3 +739,31 @@ def test_relocatable_device_code_program(shim_libdir, build, flavour, flags):
     p = subprocess.run([str(exe), str(random.randrange(1 << 30))], capture_output=True, text=True,
                        env=dict(os.environ, LD_LIBRARY_PATH=shim_libdir), timeout=300)
     assert p.returncode == 0 and p.stdout.strip() == "PASS", p.stdout + p.stderr
+
+
+@needs_compiler
+def test_warm_cache_offline_then_run(shim_libdir, build, tmp_path):
+    """python3 -m zluda_py.warm compiles a program's modules from its executable; the run then compiles
+    nothing (plain and -rdc programs)."""
+    (build.dir / "vectorAdd.cu").write_text(VECTOR_ADD)
+    (build.dir / "rdc_main.cu").write_text(RDC_MAIN)
+    (build.dir / "rdc_lib.cu").write_text(LINK_LIB)
+    exe = build("vectorAdd_ptx86", "vectorAdd.cu", "-gencode", "arch=compute_86,code=compute_86")
+    rdc = build.dir / "rdc_ptx86"
+    if not rdc.exists():
+        subprocess.run([NVCC, "-rdc=true", "-gencode", "arch=compute_86,code=compute_86", "-o", str(rdc),
+                        str(build.dir / "rdc_main.cu"), str(build.dir / "rdc_lib.cu")], check=True)
+    cache = tmp_path / "cache"
+    env = dict(os.environ, ZLUDA_CACHE_DIR=str(cache))
+    env.pop("ZLUDA_JIT_CACHE", None)
+    w = subprocess.run([sys.executable, "-m", "zluda_py.warm", str(exe), str(rdc)], capture_output=True, text=True,
+                       env=env, cwd=REPO, timeout=300)
+    assert w.returncode == 0, w.stdout + w.stderr
+    assert "vectorAdd_ptx86[0]: 1 kernels, compiled" in w.stdout and "rdc_ptx86[rdc]: 1 kernels, compiled" in w.stdout
+    for program in (exe, rdc):
+        log = tmp_path / f"{program.name}.log"
+        p = subprocess.run([str(program), "7"], capture_output=True, text=True, timeout=300,
+                           env=dict(env, LD_LIBRARY_PATH=shim_libdir, ZLUDA_TRACE="1", ZLUDA_LOG_FILE=str(log)))
+        assert p.returncode == 0, p.stdout + p.stderr
+        loads = [ln for ln in log.read_text().splitlines() if " kernels, " in ln]
+        assert loads and all(ln.endswith("from the cache") for ln in loads), loads
