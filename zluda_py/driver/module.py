@@ -39,7 +39,6 @@ ATTR_DEV_MAX_SHARED_PER_BLOCK = 8
 ATTR_DEV_MAX_SHARED_PER_BLOCK_OPTIN = 97
 
 _lock = threading.Lock()
-_module_seq = iter(range(1, 1 << 62))
 
 
 class Function:
