@@ -1056,7 +1056,9 @@ static void test_leaks(void) {
     printf("leak check: 10000 rounds in %.0f ms; RSS %ld -> %ld KiB; threads %d -> %d\n", dt, rss0, rss1,
            threads0, threads1);
     CHECK(rss1 - rss0 < 8 * 1024);
-    CHECK(threads1 <= threads0 + 2);
+    /* streams own no thread: the shared worker pool grows only with work in flight at once (a few
+       host functions here), never with the 10,000 streams created */
+    CHECK(threads1 <= threads0 + 8);
 }
 
 int main(void) {

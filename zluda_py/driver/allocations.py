@@ -8,6 +8,7 @@ import bisect
 import itertools
 import mmap
 import threading
+from time import monotonic as _monotonic
 
 import cffi
 
@@ -119,19 +120,43 @@ _CHUNK_PAGES = 1 << 16
 _vec = threading.local()
 
 
+# Small copies in a loop touch the same few host pages again and again; a syscall per call would double
+# their cost, so pages seen mapped are remembered for a short while (bounded staleness: a page unmapped
+# within that window is not caught, as it would not be by a driver that copies through a staging buffer).
+_seen_pages: set = set()
+_SEEN_LIMIT = 4096
+_SEEN_SECONDS = 0.25
+_seen_since = [0.0]
+
+
 def host_range_mapped(addr: int, size: int) -> bool:
     """Whether every page of [addr, addr+size) is mapped in this process (mincore fails with ENOMEM on a
     hole), so a bad host pointer is an error code instead of a crash."""
     if addr < _PAGE or size < 0 or addr + size > 1 << 64:
         return False
+    page = addr & ~(_PAGE - 1)
+    end = addr + max(size, 1)
+    small = end - page <= 2 * _PAGE
+    if small:
+        last = (end - 1) & ~(_PAGE - 1)
+        if page in _seen_pages and last in _seen_pages:
+            if _monotonic() - _seen_since[0] < _SEEN_SECONDS:
+                return True
+            _seen_pages.clear()
+            _seen_since[0] = _monotonic()
     buf = getattr(_vec, "buf", None)
     if buf is None:
         buf = _vec.buf = _ffi.new("unsigned char[]", _CHUNK_PAGES)
-    page = addr & ~(_PAGE - 1)
-    end = addr + max(size, 1)
+    first = page
     while page < end:
         pages = min((end - page + _PAGE - 1) // _PAGE, _CHUNK_PAGES)
         if _libc.mincore(page, pages * _PAGE, buf) != 0:
             return False
         page += pages * _PAGE
+    if small:
+        if len(_seen_pages) >= _SEEN_LIMIT or not _seen_pages:
+            _seen_pages.clear()
+            _seen_since[0] = _monotonic()
+        _seen_pages.add(first)
+        _seen_pages.add((end - 1) & ~(_PAGE - 1))
     return True
