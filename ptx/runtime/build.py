@@ -18,11 +18,16 @@ class RuntimeBuildError(RuntimeError):
     """The C compiler is missing or rejected ptxrt.c (the message carries its output)."""
 
 
+def cflags() -> list[str]:
+    """CFLAGS plus PTXRT_CFLAGS from the environment (e.g. -DPTXRT_UCONTEXT to test the portable path)."""
+    return CFLAGS + os.environ.get("PTXRT_CFLAGS", "").split()
+
+
 def source_hash() -> str:
     h = hashlib.sha256()
     for name in SOURCES:
         h.update((HERE / name).read_bytes())
-    h.update(" ".join(CFLAGS).encode())
+    h.update(" ".join(cflags()).encode())
     return h.hexdigest()[:16]
 
 
@@ -64,12 +69,19 @@ def ensure_built() -> Path:
     fd, tmp = tempfile.mkstemp(prefix=name + ".", suffix=".tmp", dir=target_dir)
     os.close(fd)
     try:
-        cmd = [_compiler(), *CFLAGS, str(HERE / "ptxrt.c"), "-o", tmp]
+        cmd = [_compiler(), *cflags(), str(HERE / "ptxrt.c"), "-o", tmp]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             raise RuntimeBuildError(f"{' '.join(cmd)} failed:\n{proc.stderr}")
         os.chmod(tmp, 0o755)
         os.replace(tmp, target)
+        if target_dir == HERE / "_build":     # the package's own build dir keeps only the current one
+            for old in target_dir.glob("libptxrt-*.so"):
+                if old.name != name:
+                    try:
+                        old.unlink()
+                    except OSError:
+                        pass
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)

@@ -84,6 +84,80 @@ static void pb_begin(struct printbuf *pb, uint64_t key) {
     pb->seg_open = 0;
 }
 
+/* ------------------------------------------------------------------ fiber contexts */
+
+/* A block of a cooperative launch runs on its own stack. On x86-64 the switch is a few
+   instructions (callee-saved registers, MXCSR and the x87 control word, since kernels change the
+   rounding mode); glibc's swapcontext makes two sigprocmask system calls per switch (~2 us here).
+   Elsewhere, or with -DPTXRT_UCONTEXT, ucontext is used. */
+#if defined(__x86_64__) && !defined(PTXRT_UCONTEXT)
+#define PTXRT_FAST_CTX 1
+typedef struct { void *sp; } fctx;
+
+void ptxrt_ctx_switch(void **save_sp, void *new_sp);
+void ptxrt_fiber_start(void);
+__asm__(".text\n"
+        ".p2align 4\n"
+        ".globl ptxrt_ctx_switch\n"
+        ".hidden ptxrt_ctx_switch\n"
+        ".type ptxrt_ctx_switch,@function\n"
+        "ptxrt_ctx_switch:\n"
+        "  pushq %rbp\n  pushq %rbx\n  pushq %r12\n  pushq %r13\n  pushq %r14\n  pushq %r15\n"
+        "  subq $16, %rsp\n  stmxcsr 8(%rsp)\n  fnstcw (%rsp)\n"
+        "  movq %rsp, (%rdi)\n"
+        "  movq %rsi, %rsp\n"
+        "  ldmxcsr 8(%rsp)\n  fldcw (%rsp)\n  addq $16, %rsp\n"
+        "  popq %r15\n  popq %r14\n  popq %r13\n  popq %r12\n  popq %rbx\n  popq %rbp\n"
+        "  ret\n"
+        ".size ptxrt_ctx_switch, .-ptxrt_ctx_switch\n"
+        ".p2align 4\n"
+        ".globl ptxrt_fiber_start\n"
+        ".hidden ptxrt_fiber_start\n"
+        ".type ptxrt_fiber_start,@function\n"
+        "ptxrt_fiber_start:\n"          /* first switch into a fiber returns here: r12 = arg, r13 = fn */
+        "  movq %r12, %rdi\n"
+        "  callq *%r13\n"
+        "  ud2\n"
+        ".size ptxrt_fiber_start, .-ptxrt_fiber_start\n");
+
+static void ctx_make(fctx *c, uint8_t *stack, size_t size, void (*fn)(void *), void *arg) {
+    uint64_t *top = (uint64_t *)(((uintptr_t)(stack + size)) & ~(uintptr_t)15);
+    /* the frame ptxrt_ctx_switch pops: cw/mxcsr, r15, r14, r13, r12, rbx, rbp, return address */
+    uint64_t *sp = top - 11;
+    sp[0] = 0x037f;                  /* x87 control word: default */
+    sp[1] = 0x1f80;                  /* MXCSR: round to nearest, exceptions masked */
+    sp[2] = 0;                       /* r15 */
+    sp[3] = 0;                       /* r14 */
+    sp[4] = (uint64_t)(uintptr_t)fn; /* r13 */
+    sp[5] = (uint64_t)(uintptr_t)arg;/* r12 */
+    sp[6] = 0;                       /* rbx */
+    sp[7] = 0;                       /* rbp */
+    sp[8] = (uint64_t)(uintptr_t)ptxrt_fiber_start;
+    /* after `ret`, rsp = top - 2: 16-aligned, as the call in ptxrt_fiber_start needs */
+    c->sp = sp;
+}
+
+static void ctx_switch(fctx *from, fctx *to) { ptxrt_ctx_switch(&from->sp, to->sp); }
+#else
+typedef ucontext_t fctx;
+
+static void ctx_trampoline(unsigned fn_lo, unsigned fn_hi, unsigned arg_lo, unsigned arg_hi) {
+    void (*fn)(void *) = (void (*)(void *))(((uintptr_t)fn_hi << 32) | fn_lo);
+    fn((void *)(((uintptr_t)arg_hi << 32) | arg_lo));
+}
+
+static void ctx_make(fctx *c, uint8_t *stack, size_t size, void (*fn)(void *), void *arg) {
+    getcontext(c);
+    c->uc_stack.ss_sp = stack;
+    c->uc_stack.ss_size = size;
+    c->uc_link = NULL;
+    makecontext(c, (void (*)(void))ctx_trampoline, 4, (unsigned)(uintptr_t)fn,
+                (unsigned)((uintptr_t)fn >> 32), (unsigned)(uintptr_t)arg, (unsigned)((uintptr_t)arg >> 32));
+}
+
+static void ctx_switch(fctx *from, fctx *to) { swapcontext(from, to); }
+#endif
+
 /* ------------------------------------------------------------------ pool structures */
 
 struct fiber;
@@ -95,7 +169,7 @@ struct rt_ctx {
 };
 
 struct fiber {
-    ucontext_t uc;
+    fctx uc;
     ptx_worker W;
     struct rt_ctx ctx;
     uint64_t block;
@@ -112,7 +186,7 @@ struct slot {
     uint8_t *scratch_mem;
     size_t scratch_cap;
     struct printbuf pb;
-    ucontext_t sched;                /* cooperative: where fibers return to */
+    fctx sched;                      /* cooperative: where fibers return to */
     struct fiber **ready;            /* cooperative: ring of this slot's blocks that yielded */
     size_t nready, capready, head;
     uint32_t id;
@@ -223,12 +297,13 @@ static void run_chunks(struct slot *s, struct job *j) {
     }
 }
 
-static void fiber_entry(unsigned lo, unsigned hi) {
-    struct fiber *f = (struct fiber *)(((uintptr_t)hi << 32) | (uintptr_t)lo);
+static void fiber_entry(void *arg) {
+    struct fiber *f = arg;
     struct job *j = &P.job;
     f->ret = j->fn(&j->L, f->block, f->block + 1, &f->W);
     f->done = 1;
-    setcontext(&f->ctx.slot->sched);
+    ctx_switch(&f->uc, &f->ctx.slot->sched);   /* never resumed */
+    abort();
 }
 
 /* A block arrived at the grid barrier or finished: the last one of a phase releases the next.
@@ -278,12 +353,7 @@ static struct fiber *start_fiber(struct slot *s, struct job *j, uint64_t b) {
     f->W.scratch = j->arena + b * j->per_block + j->shared_stride;
     f->W.grid_phase = 0;
     f->W.rt_private = &f->ctx;
-    getcontext(&f->uc);
-    f->uc.uc_stack.ss_sp = j->stacks + b * j->stack_size;
-    f->uc.uc_stack.ss_size = j->stack_size;
-    f->uc.uc_link = &s->sched;
-    makecontext(&f->uc, (void (*)(void))fiber_entry, 2, (unsigned)(uintptr_t)f,
-                (unsigned)((uintptr_t)f >> 32));
+    ctx_make(&f->uc, j->stacks + b * j->stack_size, j->stack_size, fiber_entry, f);
     return f;
 }
 
@@ -308,10 +378,7 @@ static void run_cooperative(struct slot *s, struct job *j) {
         if (!f) f = ready_pop(s);
         if (!f) break;
         pb_begin(&s->pb, (uint64_t)f->W.grid_phase * j->nblocks + f->block);
-        if (swapcontext(&s->sched, &f->uc) != 0) {
-            f->done = 1;
-            f->ret = PTXRT_BAD_LAUNCH;
-        }
+        ctx_switch(&s->sched, &f->uc);
         if (f->done) {
             if (f->ret) record_ret(&j->st, f->ret);
             coop_arrive(j, 1);
@@ -614,7 +681,7 @@ int32_t ptx_rt_launch(ptx_block_fn fn, const uint8_t *params, const uint32_t gri
 /* ------------------------------------------------------------------ services for generated code */
 
 static void fiber_yield(struct rt_ctx *c) {
-    swapcontext(&c->fiber->uc, &c->slot->sched);
+    ctx_switch(&c->fiber->uc, &c->slot->sched);
 }
 
 int32_t ptx_rt_grid_sync(ptx_worker *W) {

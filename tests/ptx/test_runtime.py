@@ -17,6 +17,7 @@ from ptx import runtime as rt
 
 KERNELS_C = r"""
 #include "ptxrt.h"
+#include <fenv.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -139,6 +140,25 @@ int32_t nvcc_grid_sync(const ptx_launch *L, uint64_t first, uint64_t last, ptx_w
     return 0;
 }
 
+/* Each block picks a rounding mode, yields a few times, and checks it still has its own mode.
+   params: u32 *errors */
+int32_t rounding_per_block(const ptx_launch *L, uint64_t first, uint64_t last, ptx_worker *W) {
+    uint32_t *errors;
+    memcpy(&errors, L->params, 8);
+    static const int modes[4] = {FE_TONEAREST, FE_UPWARD, FE_DOWNWARD, FE_TOWARDZERO};
+    if (fegetround() != FE_TONEAREST) atomic_fetch_add((au32 *)&errors[0], 1);
+    int mode = modes[first % 4];
+    fesetround(mode);
+    for (int i = 0; i < 5; i++) {
+        ptx_rt_yield(W);
+        if (fegetround() != mode) atomic_fetch_add((au32 *)&errors[1], 1);
+    }
+    if (ptx_rt_grid_sync(W)) return PTXRT_TRAP;
+    if (fegetround() != mode) atomic_fetch_add((au32 *)&errors[1], 1);
+    fesetround(FE_TONEAREST);
+    return 0;
+}
+
 /* Not cooperative: calling the grid barrier is an error. */
 int32_t bad_grid_sync(const ptx_launch *L, uint64_t first, uint64_t last, ptx_worker *W) {
     return ptx_rt_grid_sync(W) ? PTXRT_TRAP : 0;
@@ -169,7 +189,7 @@ def kernels(tmp_path_factory):
     lib = ctypes.CDLL(str(so))
     return {name: ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
             for name in ("count_blocks", "trap_at", "print_one", "print_many", "grid_phases",
-                         "bad_grid_sync", "timer", "empty", "nvcc_grid_sync")}
+                         "bad_grid_sync", "timer", "empty", "nvcc_grid_sync", "rounding_per_block")}
 
 
 def ptr(a: np.ndarray) -> int:
@@ -288,6 +308,12 @@ def test_nvcc_inline_grid_sync_spins_with_yield(kernels, nblocks, phases):
     assert (arrivals == nblocks).all()
     # without a cooperative launch there is no workspace, and the kernel traps as on a GPU
     assert rt.launch(kernels["nvcc_grid_sync"], params, nblocks, 32) == rt.TRAP
+
+
+def test_fibers_keep_their_own_rounding_mode(kernels):
+    errors = np.zeros(2, np.uint32)
+    assert rt.launch(kernels["rounding_per_block"], struct.pack("Q", ptr(errors)), 64, 1, cooperative=True) == rt.OK
+    assert errors.tolist() == [0, 0]
 
 
 def test_trap_in_a_cooperative_launch(kernels):
