@@ -767,3 +767,35 @@ def test_warm_cache_offline_then_run(shim_libdir, build, tmp_path):
         assert p.returncode == 0, p.stdout + p.stderr
         loads = [ln for ln in log.read_text().splitlines() if " kernels, " in ln]
         assert loads and all(ln.endswith("from the cache") for ln in loads), loads
+
+
+RESET_PROGRAM = r"""
+#include <cstdio>
+__device__ int counter = 5;
+__global__ void inc(int *out) { out[0] = ++counter; }
+int main() {
+    for (int round = 0; round < 3; round++) {
+        int *d, h = -1;
+        cudaMalloc(&d, 4);
+        inc<<<1, 1>>>(d);
+        inc<<<1, 1>>>(d);
+        cudaMemcpy(&h, d, 4, cudaMemcpyDeviceToHost);
+        if (h != 7) { printf("FAIL round %d: %d (%s)\n", round, h, cudaGetErrorString(cudaGetLastError())); return 1; }
+        cudaFree(d);
+        cudaDeviceReset();
+    }
+    printf("PASS\n");
+    return 0;
+}
+"""
+
+
+@needs_compiler
+def test_device_reset_reloads_globals(shim_libdir, build):
+    """cudart keeps its library across cudaDeviceReset; the new context must see the module's globals as
+    initialised, not as the previous context left them."""
+    (build.dir / "reset.cu").write_text(RESET_PROGRAM)
+    exe = build("reset", "reset.cu", "-gencode", "arch=compute_86,code=compute_86")
+    p = subprocess.run([str(exe)], capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, LD_LIBRARY_PATH=shim_libdir))
+    assert p.returncode == 0 and p.stdout.strip() == "PASS", p.stdout + p.stderr

@@ -15,24 +15,18 @@ from zluda_py.errors import (CudaError, CUDA_ERROR_INVALID_HANDLE, CUDA_ERROR_IN
 
 
 class Library:
-    """PTX chosen once from the image; compiled per device, wrapped in one Module per context."""
+    """PTX chosen once from the image; loaded as one module per context that uses it, as CUDA does: a
+    context reset (cudaDeviceReset) then finds fresh copies of the module's globals."""
 
     def __init__(self, ptx_text: str, name: str):
         self.ptx = ptx_text
         self.name = name
         self.unloaded = False
-        self._backend_modules: dict = {}   # device -> BackendModule
+        self._backend_modules: dict = {}   # context id -> BackendModule
         self._modules: dict = {}           # context id -> Module
         self._kernels: dict = {}           # name -> Kernel
         self._lock = threading.RLock()
         handles.new(self)
-
-    def backend_module(self, device: int):
-        with self._lock:
-            bm = self._backend_modules.get(device)
-            if bm is None:
-                bm = self._backend_modules[device] = modmod.compile_ptx(device, self.ptx, self.name)
-            return bm
 
     def module_for(self, ctx) -> modmod.Module:
         if self.unloaded:
@@ -40,7 +34,10 @@ class Library:
         with self._lock:
             m = self._modules.get(ctx.id)
             if m is None or m.unloaded:
-                m = modmod.Module(ctx, ctx.device, self.backend_module(ctx.device), self.name, library=self)
+                bm = self._backend_modules.get(ctx.id)
+                if bm is None:
+                    bm = self._backend_modules[ctx.id] = modmod.compile_ptx(ctx.device, self.ptx, self.name)
+                m = modmod.Module(ctx, ctx.device, bm, self.name, library=self)
                 self._modules[ctx.id] = m
                 ctx.on_teardown(lambda c, lib=self: lib._forget(c))
             return m
@@ -48,13 +45,19 @@ class Library:
     def _forget(self, ctx) -> None:
         with self._lock:
             m = self._modules.pop(ctx.id, None)
+            bm = self._backend_modules.pop(ctx.id, None)
         if m is not None:
             m.unload()
+        if bm is not None:
+            try:
+                bm.unload()
+            except Exception as e:  # noqa: BLE001 - teardown must finish
+                log.error(f"library {self.name}: unload failed: {e}")
 
     def any_backend_module(self):
-        """The compiled module for the current context's device, or device 0 with no context."""
-        ctx = ctxmod.current_context_or_none()
-        return self.backend_module(ctx.device if ctx is not None and not ctx.destroyed else 0)
+        """The module of the current context, or of device 0's primary context when none is current
+        (libraries are context-independent: cudart loads them before making a context current)."""
+        return self.module_for(_context_for_load()).backend_module
 
     def kernel_names(self) -> list:
         return list(self.any_backend_module().functions())
@@ -134,9 +137,13 @@ def get_kernel(h: int) -> Kernel:
     return k
 
 
-def _load_device() -> int:
+def _context_for_load():
     ctx = ctxmod.current_context_or_none()
-    return ctx.device if ctx is not None and not ctx.destroyed else 0
+    return ctx if ctx is not None and not ctx.destroyed else ctxmod.primary_context(0)
+
+
+def _load_device() -> int:
+    return _context_for_load().device
 
 
 def _finish_load(library_out: int, ptx_text: str, name: str) -> None:
@@ -197,10 +204,7 @@ def _global(dptr_out, bytes_out, hlib, name):
         raise CudaError(CUDA_ERROR_INVALID_VALUE, "name is NULL")
     # Libraries are context-independent: cudart asks for its __managed__ variables at registration,
     # before any context is current; the device's primary context then stands in.
-    ctx = ctxmod.current_context_or_none()
-    if ctx is None or ctx.destroyed:
-        ctx = ctxmod.primary_context(0)
-    addr, size = lib.module_for(ctx).global_symbol(cmem.read_cstring(name, "name"))
+    addr, size = lib.module_for(_context_for_load()).global_symbol(cmem.read_cstring(name, "name"))
     if dptr_out:
         cmem.write_ptr(dptr_out, addr)
     if bytes_out:
