@@ -61,27 +61,46 @@ def _param_decl(abi: str, name: str) -> str:
     return f"{_C_TYPE[abi]} {name}" if abi != "ptr" else f"void *{name}"
 
 
-def _pack(abi: str, i: int, name: str) -> str:
+# Each C entry point hands its arguments to Python through one cffi extern per argument signature, in
+# three classes: cffi converts them to Python values in C, which is cheaper than Python reading them
+# back out of a uint64_t array (and the handler contract's signed ints and floats come out as such).
+_SIG_CLASS = {"i8": "i", "i16": "i", "i32": "i", "i64": "i", "f32": "d", "f64": "d"}
+_SIG_C_TYPE = {"u": "uint64_t", "i": "int64_t", "d": "double"}
+
+
+def signature(params) -> str:
+    return "".join(_SIG_CLASS.get(p["abi"], "u") for p in params)
+
+
+def extern_name(sig: str) -> str:
+    return "zluda_call_" + (sig or "v")
+
+
+def _extern_decl(sig: str) -> str:
+    args = "".join(f", {_SIG_C_TYPE[c]} a{i}" for i, c in enumerate(sig))
+    return f"int {extern_name(sig)}(int fid{args})"
+
+
+def _pass(abi: str, name: str) -> str:
     if abi == "ptr":
-        return f"a[{i}] = (uint64_t)(uintptr_t){name};"
-    if abi[0] == "i":
-        return f"a[{i}] = (uint64_t)(int64_t){name};"
-    if abi[0] == "u":
-        return f"a[{i}] = (uint64_t){name};"
-    if abi == "f32":
-        return f"{{ uint32_t t; memcpy(&t, &{name}, 4); a[{i}] = t; }}"
-    if abi == "f64":
-        return f"memcpy(&a[{i}], &{name}, 8);"
-    return f"a[{i}] = (uint64_t)(uintptr_t)&{name};"  # struct by value: the address of our copy
+        return f"(uint64_t)(uintptr_t){name}"
+    if abi.startswith("struct:"):
+        return f"(uint64_t)(uintptr_t)&{name}"  # struct by value: the address of our copy
+    return f"({_SIG_C_TYPE[_SIG_CLASS.get(abi, 'u')]}){name}"
 
 
 def _c_string(s: str) -> str:
     return json.dumps(s)  # JSON string escapes are valid C for printable text
 
 
+def signatures(decls):
+    return sorted({signature(f["params"]) for f in decls["functions"]})
+
+
 def generate_c(decls) -> str:
     funcs = decls["functions"]
     out = ["#include <stdint.h>", "#include <string.h>", '#include "zluda_shim.h"', ""]
+    out.extend(_extern_decl(sig) + ";" for sig in signatures(decls))
     sizes = sorted({int(p["abi"][7:]) for f in funcs for p in f["params"] if p["abi"].startswith("struct:")})
     for n in sizes:
         body = f"uint64_t w[{n // 8}];" if n % 8 == 0 else f"uint8_t b[{n}];"
@@ -89,10 +108,11 @@ def generate_c(decls) -> str:
     for fid, f in enumerate(funcs):
         names = [f"p{i}" for i in range(len(f["params"]))]
         decl = ", ".join(_param_decl(p["abi"], n) for p, n in zip(f["params"], names)) or "void"
+        passed = "".join(", " + _pass(p["abi"], n) for p, n in zip(f["params"], names))
         out.append(f"int {f['name']}({decl}) {{")
-        out.append(f"    uint64_t a[{max(1, len(names))}];")
-        out.extend("    " + _pack(p["abi"], i, n) for i, (p, n) in enumerate(zip(f["params"], names)))
-        out.append(f"    return zluda_enter({fid}, a);")
+        out.append("    if (__builtin_expect(zluda_shim_disabled, 0))")
+        out.append("        return 303;")
+        out.append(f"    return {extern_name(signature(f['params']))}({fid}{passed});")
         out.append("}")
     out.append(f"static void *const zluda_fn_table[{len(funcs)}] = {{")
     out.extend(f"    (void *){f['name']}," for f in funcs)
@@ -124,7 +144,7 @@ int zluda_host_is_python(void);
 """
 
 
-def _init_code(extra_paths) -> str:
+def _init_code(extra_paths, externs) -> str:
     # Runs once, inside whichever interpreter the shim finds or starts. It must make zluda_py importable
     # without PYTHONPATH: the package root is worked out from where the shim itself lives (it sits in
     # <root>/zluda_py/_lib/), falling back to the root recorded at build time; the build interpreter's
@@ -159,16 +179,21 @@ try:
         sys.executable = {sys.executable!r}
     import zluda_py.native
     zluda_py.native.attach(ffi, lib)
-    from zluda_py.dispatch import dispatch as _dispatch
+    from zluda_py.dispatch import dispatch as _dispatch, entry as _entry
 except BaseException as _e:
     # Left unattached, cffi would answer 0 (CUDA_SUCCESS) to every call: fail each call instead, and say
     # why once, whatever ZLUDA_LOG says, since nothing will work.
     sys.stderr.write(f"[zluda] the driver cannot start: {{type(_e).__name__}}: {{_e}} (run: zluda-py doctor)\\n")
 
-    def _dispatch(fid, args):
+    def _dispatch(fid, *args):
         return {CUDA_ERROR_SHARED_OBJECT_INIT_FAILED}
 
+    def _entry(nargs):
+        return _dispatch
+
 ffi.def_extern(name="zluda_dispatch", error={CUDA_ERROR_UNKNOWN}, onerror=_swallow)(_dispatch)
+for _name, _nargs in {list(externs)!r}:
+    ffi.def_extern(name=_name, error={CUDA_ERROR_UNKNOWN}, onerror=_swallow)(_entry(_nargs))
 """
 
 
@@ -186,12 +211,15 @@ def build(out_dir: str, src: str = None, record_paths: bool = True) -> str:
     with open(DECLS) as f:
         decls = json.load(f)
     c_files = sorted(os.path.join(src, f) for f in os.listdir(src) if f.endswith(".c"))
-    cdef = CDEF + "".join(open(p).read() for p in _sources(src) if p.endswith(".cdef"))
+    sigs = signatures(decls)
+    cdef = CDEF + "".join(f'extern "Python+C" {_extern_decl(sig)};\n' for sig in sigs) + \
+        "".join(open(p).read() for p in _sources(src) if p.endswith(".cdef"))
 
     ffi = cffi.FFI()
     ffi.embedding_api("")
     ffi.cdef(cdef)
-    ffi.embedding_init_code(_init_code(_build_paths() if record_paths else []))
+    externs = [(extern_name(sig), len(sig)) for sig in sigs]
+    ffi.embedding_init_code(_init_code(_build_paths() if record_paths else [], externs))
     os.makedirs(out_dir, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix=".build-", dir=out_dir)
     try:

@@ -1,4 +1,4 @@
-"""The dispatcher: every exported C symbol calls dispatch(fid, args); handlers are registered with @export.
+"""The dispatcher: every exported C symbol lands here with its function id; handlers register with @export.
 
 Contract for handlers (zluda_py/driver/*.py):
     @export("cuMemAlloc_v2")
@@ -7,6 +7,11 @@ Arguments arrive in declaration order as Python ints (signed where the C type is
 handles as unsigned addresses, 0 for NULL), floats for float/double, and the address of a copy for a
 struct passed by value. A handler returns None (CUDA_SUCCESS) or a CUresult int, or raises CudaError.
 Anything else it raises is logged and becomes CUDA_ERROR_UNKNOWN: no exception crosses into C.
+
+How calls arrive: each C entry point calls the shim's `zluda_call_<sig>(fid, a0, ...)`, one cffi
+extern per argument signature, which cffi converts to Python ints/floats in C; entry(n) is the Python
+side of every signature of n arguments. dispatch(fid, args) is the generic form over a raw uint64_t
+array (src/*.c code may use it through `zluda_dispatch`).
 """
 
 import struct
@@ -35,10 +40,6 @@ def implemented(name: str) -> bool:
     return name in _registered
 
 
-def _s64(x):
-    return x - (1 << 64) if x >> 63 else x
-
-
 def _f32(x):
     return struct.unpack("<f", struct.pack("<I", x & 0xFFFFFFFF))[0]
 
@@ -48,20 +49,19 @@ def _f64(x):
 
 
 _SIGN = 1 << 63
-# Per-argument conversion written inline into each adapter: a function call per argument would cost as
-# much as the rest of a trivial call. (x ^ 2**63) - 2**63 reinterprets a sign-extended u64 as signed.
+_SIGNED = ("i8", "i16", "i32", "i64")
 _CONVERT = {"i8": "((a[{i}] ^ _SIGN) - _SIGN)", "i16": "((a[{i}] ^ _SIGN) - _SIGN)",
             "i32": "((a[{i}] ^ _SIGN) - _SIGN)", "i64": "((a[{i}] ^ _SIGN) - _SIGN)",
             "f32": "_f32(a[{i}])", "f64": "_f64(a[{i}])"}
 
 
-def _make_adapter(name, params, fn):
-    """Build `lambda a: fn(conv(a[0]), ...) or 0` once per symbol: one indexing per argument, and the
-    handler's None (success) becomes 0 without a test in dispatch()."""
+def _make_converter(params):
+    """`lambda a: (conv(a[0]), ...)`: raw uint64 slots -> the handler's argument values (generic path)."""
     parts = [_CONVERT.get(p.get("abi", "u64"), "a[{i}]").format(i=i) for i, p in enumerate(params)]
-    src = f"lambda a: fn({', '.join(parts)}) or 0"
-    return eval(src, {"fn": fn, "_SIGN": _SIGN, "_f32": _f32, "_f64": _f64})
+    return eval(f"lambda a: ({''.join(x + ', ' for x in parts)})", {"_SIGN": _SIGN, "_f32": _f32, "_f64": _f64})
 
+
+# ---- the handler table: HANDLERS[fid](*values) -> None or CUresult ---------------------------------
 
 _once_lock = threading.Lock()
 
@@ -69,7 +69,7 @@ _once_lock = threading.Lock()
 def _unsupported(name):
     logged = []
 
-    def handler(a):
+    def handler(*values):
         if not logged:
             with _once_lock:
                 if not logged:
@@ -80,9 +80,9 @@ def _unsupported(name):
 
 
 def _traced(fid, handler):
-    def traced(a):
-        r = handler(a)
-        log.write(f"{FUNCTIONS[fid]['name']}({_trace_args(fid, a)}) -> {NAME_OF.get(r, r)}")
+    def traced(*values):
+        r = handler(*values) or 0
+        log.write(f"{FUNCTIONS[fid]['name']}({_trace_args(fid, values)}) -> {NAME_OF.get(r, r)}")
         return r
     return traced
 
@@ -90,9 +90,9 @@ def _traced(fid, handler):
 def _first_call(fid):
     # Until the first call the table holds these: building it imports every driver module, which is
     # too slow for the moment the shim is loaded and must not happen when zluda_py is merely imported.
-    def first(a):
+    def first(*values):
         _ensure_table()
-        return HANDLERS[fid](a)
+        return HANDLERS[fid](*values)
     return first
 
 
@@ -110,45 +110,77 @@ def _ensure_table():
         import zluda_py.driver  # noqa: F401  (registers every handler)
         table = []
         for fid, f in enumerate(FUNCTIONS):
-            fn = _registered.get(f["name"])
-            h = _make_adapter(f["name"], f["params"], fn) if fn else _unsupported(f["name"])
+            h = _registered.get(f["name"]) or _unsupported(f["name"])
             table.append(_traced(fid, h) if log.TRACE else h)
         HANDLERS[:] = table
         _ready = True
 
 
-def _trace_value(param, raw):
+# ---- entries: what the C side calls ----------------------------------------------------------------
+
+def _trace_value(param, value):
     abi = param.get("abi", "u64")
-    if abi in ("i8", "i16", "i32", "i64"):
-        return str((raw ^ _SIGN) - _SIGN)
-    if abi in ("f32", "f64"):
-        return repr((_f32 if abi == "f32" else _f64)(raw))
-    if raw and param.get("ctype") == "const char *":
+    if abi in _SIGNED or abi in ("f32", "f64"):
+        return repr(value)
+    if value and param.get("ctype") == "const char *":
         from zluda_py import cmem
-        return repr(cmem.read_cstring(raw, limit=200))  # names (cuGetProcAddress, cuModuleGetFunction)
-    return f"{raw:#x}"
+        return repr(cmem.read_cstring(value, limit=200))  # names (cuGetProcAddress, cuModuleGetFunction)
+    return f"{value:#x}"
 
 
-def _trace_args(fid, args):
+def _trace_args(fid, values):
     f = FUNCTIONS[fid]
-    return ", ".join(f"{p['name']}={_trace_value(p, args[i])}" for i, p in enumerate(f["params"]))
+    return ", ".join(f"{p['name']}={_trace_value(p, v)}" for p, v in zip(f["params"], values))
 
 
-def dispatch(fid: int, args) -> int:
-    """Run the handler for function `fid` over the raw argument array; always returns a CUresult."""
+def _failed(fid, e, values) -> int:
+    """The CUresult for a handler's exception, logged as ZLUDA_LOG / ZLUDA_TRACE ask."""
     try:
-        return HANDLERS[fid](args)
-    except CudaError as e:
-        name = FUNCTIONS[fid]["name"]
-        if log.TRACE:
-            log.write(f"{name}({_trace_args(fid, args)}) -> {NAME_OF.get(e.code, e.code)}: {e.message}")
-        else:
-            log.error(f"{name}: {NAME_OF.get(e.code, e.code)}: {e.message}")
-        return e.code
-    except BaseException as e:  # noqa: BLE001 - nothing may escape into the host application
         name = FUNCTIONS[fid]["name"] if 0 <= fid < len(FUNCTIONS) else str(fid)
+        if isinstance(e, CudaError):
+            if log.TRACE:
+                log.write(f"{name}({_trace_args(fid, values)}) -> {NAME_OF.get(e.code, e.code)}: {e.message}")
+            else:
+                log.error(f"{name}: {NAME_OF.get(e.code, e.code)}: {e.message}")
+            return e.code
         log.error(f"{name}: internal error {type(e).__name__}: {e}")
         if log.TRACE:
             import traceback
-            log.write(traceback.format_exc())
-        return CUDA_ERROR_UNKNOWN
+            log.write("".join(traceback.format_exception(type(e), e, e.__traceback__)))
+    except BaseException:  # noqa: BLE001 - logging must not turn a failure into a crash
+        pass
+    return CUDA_ERROR_UNKNOWN
+
+
+_ENTRIES: dict = {}
+
+
+def entry(nargs: int):
+    """The Python side of every C signature with `nargs` arguments: (fid, a0, ..., a{n-1}) -> CUresult."""
+    fn = _ENTRIES.get(nargs)
+    if fn is None:
+        args = ", ".join(f"a{i}" for i in range(nargs))
+        src = (f"def entry{nargs}(fid{', ' if nargs else ''}{args}):\n"
+               f"    try:\n"
+               f"        return HANDLERS[fid]({args}) or 0\n"
+               f"    except BaseException as e:\n"
+               f"        return _failed(fid, e, ({args}{',' if nargs else ''}))\n")
+        scope = {"HANDLERS": HANDLERS, "_failed": _failed}
+        exec(src, scope)
+        fn = _ENTRIES[nargs] = scope[f"entry{nargs}"]
+    return fn
+
+
+_converters: dict = {}
+
+
+def dispatch(fid: int, args) -> int:
+    """Run the handler for function `fid` over a raw uint64 argument array; always returns a CUresult."""
+    try:
+        conv = _converters.get(fid)
+        if conv is None:
+            conv = _converters[fid] = _make_converter(FUNCTIONS[fid]["params"])
+        values = conv(args)
+    except BaseException as e:  # noqa: BLE001 - e.g. an unknown function id
+        return _failed(fid, e, ())
+    return entry(len(values))(fid, *values)

@@ -220,7 +220,7 @@ def test_argument_packing_every_abi_class(shim_libdir):
         fid = dispatch.FUNCTION_IDS[name]
         lib.cuDriverGetVersion(ctypes.byref(ctypes.c_int()))  # make sure the table is built
         saved = dispatch.HANDLERS[fid]
-        dispatch.HANDLERS[fid] = dispatch._make_adapter(name, FUNCTIONS[fid]["params"], fn)
+        dispatch.HANDLERS[fid] = fn
         return fid, saved
 
     class MemLocation(ctypes.Structure):
@@ -262,11 +262,39 @@ def test_argument_packing_every_abi_class(shim_libdir):
         lib.cuIpcOpenMemHandle_v2.argtypes = [ctypes.c_void_p, IpcHandle, ctypes.c_uint]
         blob = bytes(range(1, 65))
         assert lib.cuIpcOpenMemHandle_v2(0x1000, IpcHandle(blob), 0x80000001) == 0
+        # the generic path (src/*.c through zluda_dispatch): raw uint64 slots, converted the same way
+        fid = dispatch.FUNCTION_IDS["cuDeviceGetAttribute"]
+        assert dispatch.dispatch(fid, [0x10, 7, 2**64 - 5]) == 101
+        fid = dispatch.FUNCTION_IDS["cuTexRefSetMipmapLevelClamp"]
+        assert dispatch.dispatch(fid, [0x20, 0x3F000000, 0xC4801000]) == 0  # 0.5f, -1024.5f as bit patterns
     finally:
         for fid, saved in restore:
             dispatch.HANDLERS[fid] = saved
     assert seen == [(2**64 - 1, 12345, 3, 2, -7), (0xABC0, 0.5, -1024.25), (0xFFFF_FFFF_FFF0, 0xFFFF_FFFF, -2),
-                    (1 << 40, 0xFE, 3), (0x1000, blob, 0x80000001)]
+                    (1 << 40, 0xFE, 3), (0x1000, blob, 0x80000001), (0x10, 7, -5), (0x20, 0.5, -1024.5)]
+
+
+def test_handler_failures_become_curesults():
+    """A CudaError's code, or CUDA_ERROR_UNKNOWN for anything else; an unknown function id too."""
+    from zluda_py.errors import CudaError
+    fid = dispatch.FUNCTION_IDS["cuDeviceGetAttribute"]
+    dispatch._ensure_table()
+    saved = dispatch.HANDLERS[fid]
+
+    def raising(exc):
+        def handler(*args):
+            raise exc
+        return handler
+    try:
+        dispatch.HANDLERS[fid] = raising(CudaError(101, "no such device"))
+        assert dispatch.entry(3)(fid, 0x10, 1, 0) == 101
+        dispatch.HANDLERS[fid] = raising(ZeroDivisionError("boom"))
+        assert dispatch.entry(3)(fid, 0x10, 1, 0) == 999
+        dispatch.HANDLERS[fid] = lambda *a: None
+        assert dispatch.entry(3)(fid, 0x10, 1, 0) == 0
+    finally:
+        dispatch.HANDLERS[fid] = saved
+    assert dispatch.dispatch(10**6, []) == 999
 
 
 def _other_python():
