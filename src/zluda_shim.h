@@ -12,7 +12,8 @@ int zluda_dispatch(int fid, uint64_t *args);
  * CUDA_ERROR_SHARED_OBJECT_INIT_FAILED (303) without touching Python. */
 extern int zluda_shim_disabled;
 
-/* What every generated entry point calls. */
+/* How C code in src/ enters a driver function by id (generated entry points call their typed
+ * zluda_call_<signature> extern instead, which is cheaper). */
 static inline int zluda_enter(int fid, uint64_t *args)
 {
     if (__builtin_expect(zluda_shim_disabled, 0))
