@@ -56,29 +56,23 @@ class CpuStream(BackendStream):
         self.on_fault = None
         self.fault: CudaError | None = None
         self._lock = threading.Lock()
-        self._drained = threading.Condition(self._lock)
+        self._drained = None     # a Condition on _lock, made by the first synchronize that has to wait
         self._tasks: deque = deque()
-        self._busy = False
-        self._submitted = 0
-        self._completed = 0
+        self._busy = False       # a pool thread owns the queue (set and cleared under _lock)
         self._waiting = 0
 
     # --- queue machinery -------------------------------------------------------------------------------
-    def enqueue(self, fn, inline: bool = False) -> int:
-        """Queue fn (no arguments) behind earlier work; returns its sequence number. inline=True lets an
-        idle stream run it right here, under the lock so that concurrent enqueuers line up behind it."""
+    def enqueue(self, fn, inline: bool = False) -> None:
+        """Queue fn (no arguments) behind earlier work. inline=True lets an idle stream run it right here,
+        under the lock so that concurrent enqueuers line up behind it."""
         with self._lock:
-            self._submitted += 1
-            seq = self._submitted
             if inline and not self._busy:
                 self._run(fn)
-                self._completed = seq
-                return seq
-            self._tasks.append((seq, fn))
+                return
+            self._tasks.append(fn)
             if not self._busy:
                 self._busy = True
                 POOL.submit(self._drain)
-            return seq
 
     def _run(self, fn) -> None:
         try:
@@ -107,11 +101,9 @@ class CpuStream(BackendStream):
                     if self._waiting:
                         self._drained.notify_all()
                     return
-                seq, fn = self._tasks.popleft()
+                fn = self._tasks.popleft()
             self._run(fn)
             del fn
-            with self._lock:
-                self._completed = seq
 
 
     # --- BackendStream ---------------------------------------------------------------------------------
@@ -122,8 +114,6 @@ class CpuStream(BackendStream):
             with self._lock:
                 if not self._busy:   # the common synchronous case, without building a task
                     libc.memmove(dst, src, size)
-                    self._submitted += 1
-                    self._completed = self._submitted
                     return
         self.enqueue(lambda: libc.memmove(dst, src, size))
 
@@ -175,6 +165,8 @@ class CpuStream(BackendStream):
     def synchronize(self) -> None:
         if self._busy:
             with self._lock:
+                if self._drained is None:
+                    self._drained = threading.Condition(self._lock)
                 self._waiting += 1
                 while self._busy:
                     self._drained.wait()
