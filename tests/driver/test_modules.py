@@ -799,3 +799,63 @@ def test_device_reset_reloads_globals(shim_libdir, build):
     p = subprocess.run([str(exe)], capture_output=True, text=True, timeout=300,
                        env=dict(os.environ, LD_LIBRARY_PATH=shim_libdir))
     assert p.returncode == 0 and p.stdout.strip() == "PASS", p.stdout + p.stderr
+
+
+@needs_compiler
+def test_files_kernel_attributes_and_occupancy(cu, build, kptx, tmp_path):
+    fat = build("k86_default.fatbin", "k.cu", "-fatbin", "-gencode", "arch=compute_86,code=compute_86",
+                "--compress-mode=default")
+    lib = ctypes.c_uint64()
+    ok(cu.cuLibraryLoadFromFile(ctypes.byref(lib), str(fat).encode(), None, None, 0, None, None, 0))
+    assert cu.cuLibraryLoadFromFile(ctypes.byref(ctypes.c_uint64()), b"/nonexistent.fatbin", None, None, 0,
+                                    None, None, 0) == 301
+    k = ctypes.c_uint64()
+    ok(cu.cuLibraryGetKernel(ctypes.byref(k), lib, b"saxpy"))
+    optin = ctypes.c_int()
+    ok(cu.cuDeviceGetAttribute(ctypes.byref(optin), 97, 0))
+    ok(cu.cuKernelSetAttribute(8, optin.value, k, 0))          # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    v = ctypes.c_int()
+    ok(cu.cuKernelGetAttribute(ctypes.byref(v), 8, k, 0))
+    assert v.value == optin.value
+    f = ctypes.c_uint64()
+    ok(cu.cuKernelGetFunction(ctypes.byref(f), k))
+    ok(cu.cuFuncGetAttribute(ctypes.byref(v), 8, f))
+    assert v.value == optin.value                              # the function in this context sees it too
+    assert cu.cuKernelSetAttribute(8, optin.value + 1, k, 0) == INVALID_VALUE
+    assert cu.cuKernelSetAttribute(0, 5, k, 0) == INVALID_VALUE   # read-only attribute
+    ok(cu.cuFuncSetCacheConfig(f, 1))
+    assert cu.cuFuncSetCacheConfig(f, 9) == INVALID_VALUE
+    # occupancy: with flags, the block-size callback, dynamic shared memory per block, clusters
+    blocks = ctypes.c_int()
+    ok(cu.cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(ctypes.byref(blocks), f, 128, ctypes.c_size_t(0), 0))
+    fewer = ctypes.c_int()
+    ok(cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(ctypes.byref(fewer), f, 128, ctypes.c_size_t(optin.value)))
+    assert blocks.value >= 1 and 0 <= fewer.value <= blocks.value
+    calls = []
+    b2d_t = ctypes.CFUNCTYPE(ctypes.c_size_t, ctypes.c_int)
+    b2d = b2d_t(lambda bs: calls.append(bs) or bs * 16)
+    grid, block = ctypes.c_int(), ctypes.c_int()
+    ok(cu.cuOccupancyMaxPotentialBlockSizeWithFlags(ctypes.byref(grid), ctypes.byref(block), f, b2d,
+                                                    ctypes.c_size_t(0), 256, 0))
+    assert calls and max(calls) <= 256 and 32 <= block.value <= 256 and grid.value >= 1
+    avail = ctypes.c_size_t()
+    ok(cu.cuOccupancyAvailableDynamicSMemPerBlock(ctypes.byref(avail), f, 1, 128))
+    assert 0 < avail.value <= optin.value
+    clusters = ctypes.c_int()
+    cfg, keep = launch_config((8, 1, 1), (128, 1, 1))
+    ok(cu.cuOccupancyMaxActiveClusters(ctypes.byref(clusters), f, cfg))
+    assert clusters.value >= 1
+    ok(cu.cuLibraryUnload(lib))
+    # cuLinkAddFile with a PTX file, then the linked image from cuModuleLoadData
+    (tmp_path / "k.ptx").write_bytes(kptx)
+    state = ctypes.c_uint64()
+    ok(cu.cuLinkCreate_v2(0, None, None, ctypes.byref(state)))
+    ok(cu.cuLinkAddFile_v2(state, 1, str(tmp_path / "k.ptx").encode(), 0, None, None))
+    assert cu.cuLinkAddFile_v2(state, 1, b"/nonexistent.ptx", 0, None, None) == 301
+    cubin, size = ctypes.c_void_p(), ctypes.c_size_t()
+    ok(cu.cuLinkComplete(state, ctypes.byref(cubin), ctypes.byref(size)))
+    mod = ctypes.c_uint64()
+    ok(cu.cuModuleLoadData(ctypes.byref(mod), cubin))
+    ok(cu.cuLinkDestroy(state))
+    run_saxpy(cu, get_function(cu, mod.value, "saxpy")[1])
+    ok(cu.cuModuleUnload(mod))
