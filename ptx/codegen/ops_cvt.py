@@ -168,6 +168,10 @@ def op_cvt(em, ins):
         bits = T.bits_of(dt)
         k = "fptosi" if T.is_signed(dt) else "fptoui"
         r = em.call(f"llvm.{k}.sat.i{bits}.{_suffix(sty)}", f"i{bits}", [(sty, v)])
+        if st == "f64" or bits == 64:
+            # the GPU's NaN here is the top bit alone (checked on an H200); elsewhere NaN -> 0
+            nan = f.op(f"fcmp uno {sty} {v}, {v}")
+            r = f.op(f"select i1 {nan}, i{bits} {-(1 << (bits - 1))}, i{bits} {r}")
         em.write(ins.operands[0], r, dt)
         return
     if not sf and df:

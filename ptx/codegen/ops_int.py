@@ -336,6 +336,51 @@ def op_bfi(em, ins):
     em.write(ins.operands[0], f.op(f"or {ty} {keep}, {ins_bits}"), t)
 
 
+@handles("szext")
+def op_szext(em, ins):
+    t = one_type(ins)
+    f = em.f
+    a = em.read(ins.operands[1], "b32")
+    b = em.read(ins.operands[2], "u32")
+    b1 = f.op(f"and i32 {b}, 31")
+    too_large = f.op(f"icmp uge i32 {b}, 32") if "clamp" in ins.mods else "false"
+    m = f.op(f"shl i32 -1, {b1}")
+    mask = f.op(f"select i1 {too_large}, i32 0, i32 {m}")
+    if t == "s32":
+        spos = f.op(f"and i32 {f.op(f'sub i32 {b1}, 1')}, 31")
+        sbit = f.op(f"trunc i32 {f.op(f'lshr i32 {a}, {spos}')} to i1")
+        zero_n = f.op(f"icmp eq i32 {b1}, 0")
+        no = f.op(f"or i1 {zero_n}, {too_large}")
+        sbit = f.op(f"select i1 {no}, i1 false, i1 {sbit}")
+    else:
+        sbit = "false"
+    low = f.op(f"and i32 {a}, {f.op(f'xor i32 {mask}, -1')}")
+    fill = f.op(f"select i1 {sbit}, i32 {mask}, i32 0")
+    em.write(ins.operands[0], f.op(f"or i32 {low}, {fill}"), "b32")
+
+
+@handles("bmsk")
+def op_bmsk(em, ins):
+    f = em.f
+    a = em.read(ins.operands[1], "u32")
+    b = em.read(ins.operands[2], "u32")
+    a1 = f.op(f"and i32 {a}, 31")
+    b1 = f.op(f"and i32 {b}, 31")
+    mask0 = f.op(f"shl i32 -1, {a1}")
+    s_ = f.op(f"add i32 {a1}, {b1}")
+    over = f.op(f"icmp uge i32 {s_}, 32")
+    mask1 = f.op(f"shl i32 -1, {f.op(f'and i32 {s_}, 31')}")
+    if "clamp" in ins.mods:
+        pos_over = f.op(f"icmp uge i32 {a}, 32")
+        mask0 = f.op(f"select i1 {pos_over}, i32 0, i32 {mask0}")
+        width_over = f.op(f"icmp uge i32 {b}, 32")
+        over = f.op(f"or i1 {over}, {f.op(f'or i1 {pos_over}, {width_over}')}")
+    bz = f.op(f"icmp eq i32 {b1}, 0")
+    mask1 = f.op(f"select i1 {bz}, i32 -1, i32 {mask1}")
+    mask1 = f.op(f"select i1 {over}, i32 0, i32 {mask1}")
+    em.write(ins.operands[0], f.op(f"and i32 {mask0}, {f.op(f'xor i32 {mask1}, -1')}"), "b32")
+
+
 @handles("fns")
 def op_fns(em, ins):
     unsupported(ins)
