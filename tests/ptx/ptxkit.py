@@ -605,19 +605,24 @@ def check_equal(got, want, inputs=(), label="result"):
     assert len(bad) == 0, _describe(bad, got, want, inputs, label)
 
 
-def check_float(got, want, tn, inputs=(), label="result", nan_bits=False):
-    """Exact float equality by bits (so -0 != +0); any NaN matches any NaN unless nan_bits.
-    got/want: storage arrays (float32/float64 or uint16 bit patterns for f16/bf16)."""
-    got = np.asarray(got)
-    want = np.asarray(want)
+def _as_bits(x, tn):
+    x = np.asarray(x)
     ut = _FLOAT_INFO[tn][1]
-    gb = got.view(ut) if got.dtype.kind == "f" else got.astype(ut)
-    if want.dtype.kind == "f" and want.dtype != np.dtype(_FLOAT_INFO[tn][0] or np.float32):
-        wb = float_to_bits(want, tn)
-    elif want.dtype.kind == "f":
-        wb = want.view(ut)
-    else:
-        wb = want.astype(ut)
+    if x.dtype.kind == "f":
+        native = _FLOAT_INFO[tn][0]
+        return x.view(ut) if native is not None and x.dtype == np.dtype(native) else float_to_bits(x, tn)
+    return x.astype(ut)
+
+
+def check_float(got, want, tn, inputs=(), label="result", nan_bits=False, alt=None):
+    """Exact float equality by bits (so -0 != +0); any NaN matches any NaN unless nan_bits.
+    got/want: storage arrays (float32/float64 or uint16 bit patterns for f16/bf16); `alt`, like want,
+    holds a second acceptable result per element."""
+    gb = _as_bits(got, tn)
+    wb = _as_bits(want, tn)
+    if alt is not None:
+        ab = _as_bits(alt, tn)
+        wb = np.where(gb == ab, ab, wb)
     gnan = np.isnan(bits_to_float(gb, tn))
     wnan = np.isnan(bits_to_float(wb, tn))
     ok = (gb == wb) if nan_bits else np.where(wnan, gnan, gb == wb)
@@ -678,8 +683,12 @@ def as_int_list(arr):
     return [int(v) for v in np.asarray(arr).tolist()]
 
 
-def xfail_missing(reason):
-    return pytest.mark.xfail(strict=True, reason=reason)
+def cases(names, xfail=None):
+    """Parametrize values; names in `xfail` (name -> exact missing feature) are strict xfails, so the mark
+    itself fails once the compiler gets it right and the mark must go."""
+    xfail = xfail or {}
+    return [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=xfail[n])) if n in xfail else n
+            for n in names]
 
 
 # ------------------------------------------------------------------ exact IEEE operations
@@ -706,6 +715,20 @@ def _zero_sum_sign(x, y, mode):
     return -0.0 if mode == "rm" else 0.0
 
 
+class Either(tuple):
+    """A reference element with two acceptable results."""
+
+    def __new__(cls, a, b):
+        return tuple.__new__(cls, (a, b))
+
+
+def split_either(values):
+    """A reference list that may hold Either elements -> (primary, alternative) lists."""
+    first = [v[0] if isinstance(v, Either) else v for v in values]
+    second = [v[1] if isinstance(v, Either) else v for v in values]
+    return first, second
+
+
 def exact_op(op, vals, tn, mode, ftz=False):
     """One element of the IEEE operation with exact rounding (inputs already flushed if .ftz).
     With ftz, a result whose exact value is below the normal range becomes a signed zero: the GPU
@@ -717,7 +740,13 @@ def exact_op(op, vals, tn, mode, ftz=False):
 
     def rnd(r):
         if ftz and abs(r) < Fraction(2) ** FORMATS[tn][1]:
-            return -0.0 if r < 0 else 0.0
+            zero = -0.0 if r < 0 else 0.0
+            rounded = round_fraction(r, tn, mode)
+            if abs(rounded) >= 2.0 ** FORMATS[tn][1]:
+                # tiny before rounding, normal (the smallest) after: whether the GPU flushes this is not
+                # settled (the H200 cases seen were tiny either way), so both answers are accepted
+                return Either(zero, rounded)
+            return zero
         return round_fraction(r, tn, mode)
 
     if op in ("add", "sub", "mul", "fma", "div", "rcp"):

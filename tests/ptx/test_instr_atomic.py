@@ -18,6 +18,8 @@ THREADS = 2048
 BLOCK = 256
 SLOTS = 8
 KS = K.KernelSet()
+# kernel name -> the exact compiler gap it runs into (strict xfail; see ptxkit.cases)
+XFAIL = {}
 
 
 def atom_kernel(name, instr, tn, space="global", ret=True, operands=1):
@@ -163,7 +165,7 @@ def _fold(op, tn, init, vals):
     return acc if tn[0] in "fs" else acc & mask
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("name", K.cases(sorted(CASES), XFAIL))
 def test_atomic(name, rng):
     op, tn, space, ret = CASES[name]
     ty = K.TYPES[tn]

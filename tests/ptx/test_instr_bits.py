@@ -15,6 +15,8 @@ pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
 N = 512
 KS = K.KernelSet()
+# kernel name -> the exact compiler gap it runs into (strict xfail; see ptxkit.cases)
+XFAIL = {}
 CASES = {}  # name -> (in types, out type, ref(*python ints), input maker or None)
 
 
@@ -296,7 +298,11 @@ for at in ("u32", "s32"):
                  c + sum(x * y for x, y in zip(_halves(a, sa), _bytes(b, sb)[off:off + 2])))
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
+XFAIL.update({n: f"{n.split('_')[0]} is not implemented: the compiler raises PTXUnsupportedError"
+              for n in CASES if n.startswith(("bmsk", "szext", "fns"))})
+
+
+@pytest.mark.parametrize("name", K.cases(sorted(CASES), XFAIL))
 def test_bit_op(name, rng):
     ins, out, ref, gen = CASES[name]
     arrs = gen(rng) if gen else [K.rand_ints(rng, tn, N) for tn in ins]

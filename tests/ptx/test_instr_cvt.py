@@ -19,6 +19,8 @@ pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
 N = 512
 KS = K.KernelSet()
+# kernel name -> the exact compiler gap it runs into (strict xfail; see ptxkit.cases)
+XFAIL = {}
 CASES = {}  # name -> (dst, src, rounding, ftz, sat, relu)
 
 INTS = ["u8", "s8", "u16", "s16", "u32", "s32", "u64", "s64"]
@@ -89,6 +91,12 @@ for tn in ("f32", "f64"):
             add_case(tn, tn, r, ftz=True)
 add_case("f32", "f32", ftz=True)  # cvt.ftz.f32.f32: flushes only
 add_case("f32", "f32", sat=True)  # cvt.sat.f32.f32: clamps to [0, 1]
+
+
+NAN_TO_INT_GAP = ("cvt float->int of NaN gives 0 here; the H200 gives 1 << (width-1) when the source is "
+                  "f64 or the destination is 64-bit")
+XFAIL.update({n: NAN_TO_INT_GAP for n, c in CASES.items()
+              if c[0] in INTS and c[1] in FLOATS and (c[1] == "f64" or _bits(c[0]) == 64)})
 
 
 # ---------------------------------------------------------------- inputs
@@ -192,7 +200,7 @@ def ref(case, v):
     return r
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("name", K.cases(sorted(CASES), XFAIL))
 def test_cvt(name, rng):
     case = CASES[name]
     dst, src = case[0], case[1]
@@ -222,7 +230,7 @@ for dst, r in [("f16x2", "rn"), ("bf16x2", "rn"), ("f16x2", "rz"), ("bf16x2", "r
     PACK[name] = (dst[:-2], r)
 
 
-@pytest.mark.parametrize("name", sorted(PACK))
+@pytest.mark.parametrize("name", K.cases(sorted(PACK), XFAIL))
 def test_cvt_pack(name, rng):
     """cvt.rn.f16x2.f32 d, a, b puts cvt(a) in the upper half and cvt(b) in the lower half."""
     half, r = PACK[name]

@@ -18,6 +18,8 @@ pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
 N = 512
 KS = K.KernelSet()
+# kernel name -> the exact compiler gap it runs into (strict xfail; see ptxkit.cases)
+XFAIL = {}
 EXACT = {}   # name -> (arity, tn, op, mode, ftz, sat)
 RNDS = ["rn", "rz", "rm", "rp"]
 
@@ -72,7 +74,7 @@ def _inputs(rng, arity, tn, n=N):
     return [b.view(np.float32 if tn == "f32" else np.float64) for b in bits]
 
 
-@pytest.mark.parametrize("name", sorted(EXACT))
+@pytest.mark.parametrize("name", K.cases(sorted(EXACT), XFAIL))
 def test_float_exact(name, rng):
     arity, tn, op, mode, ftz, sat = EXACT[name]
     ins = _inputs(rng, arity, tn)
@@ -85,9 +87,14 @@ def test_float_exact(name, rng):
     for vals in zip(*[c.tolist() for c in cols]):
         r = exact_ref(op, list(vals), tn, mode, ftz=ftz)
         if sat:
-            r = 0.0 if (math.isnan(r) or r <= 0) else min(r, 1.0)
+            r = K.Either(*(_sat(x) for x in r)) if isinstance(r, K.Either) else _sat(r)
         want.append(r)
-    K.check_float(got, K.float_to_bits(want, tn), tn, ins, name)
+    first, second = K.split_either(want)
+    K.check_float(got, K.float_to_bits(first, tn), tn, ins, name, alt=K.float_to_bits(second, tn))
+
+
+def _sat(r):
+    return 0.0 if (math.isnan(r) or r <= 0) else min(r, 1.0)
 
 
 # ---------------------------------------------------------------- approximate division / reciprocal / roots
@@ -116,7 +123,7 @@ with np.errstate(all="ignore"):
     approx_case("rsqrt.approx", "f64", 1, lambda a: 1 / np.sqrt(a), rel_err=2.0 ** -22)
 
 
-@pytest.mark.parametrize("name", sorted(APPROX))
+@pytest.mark.parametrize("name", K.cases(sorted(APPROX), XFAIL))
 def test_float_approx(name, rng):
     arity, tn, fn, tol = APPROX[name]
     ftz = "_ftz" in name
@@ -195,7 +202,7 @@ for op, fn in [("min", _min), ("max", _max)]:
     BITWISE[name] = (2, "f32", lambda a, b, fn=fn: fn(a, b, nan_mode=True), False)
 
 
-@pytest.mark.parametrize("name", sorted(BITWISE))
+@pytest.mark.parametrize("name", K.cases(sorted(BITWISE), XFAIL))
 def test_float_minmax_sign(name, rng):
     arity, tn, fn, fz = BITWISE[name]
     ins = _inputs(rng, arity, tn)
@@ -243,7 +250,7 @@ for nm, (text, tn, _) in IMM.items():
     _add(nm, text, [("a", tn)], [("d", tn)])
 
 
-@pytest.mark.parametrize("name", sorted(IMM))
+@pytest.mark.parametrize("name", K.cases(sorted(IMM), XFAIL))
 def test_float_immediates(name, rng):
     text, tn, fn = IMM[name]
     dt = np.float32 if tn == "f32" else np.float64

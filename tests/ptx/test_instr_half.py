@@ -17,6 +17,8 @@ pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
 N = 512
 KS = K.KernelSet()
+# kernel name -> the exact compiler gap it runs into (strict xfail; see ptxkit.cases)
+XFAIL = {}
 ARITH = {}  # name -> (op, base fmt, packed, ftz, sat, relu)
 
 
@@ -73,6 +75,12 @@ def _half_ref(op, vals, fmt, ftz, sat, relu):
     if ftz:
         vals = [math.copysign(0.0, v) if K.is_subnormal([v], fmt)[0] else v for v in vals]
     r = K.exact_op(op, vals, fmt, "rn", ftz=ftz)
+    if isinstance(r, K.Either):
+        return K.Either(*(_post(x, sat, relu) for x in r))
+    return _post(r, sat, relu)
+
+
+def _post(r, sat, relu):
     if sat:
         r = 0.0 if (math.isnan(r) or r <= 0) else min(r, 1.0)
     if relu and not math.isnan(r) and r <= 0:
@@ -85,11 +93,12 @@ def _check_lanes(got, lane_inputs, packed, fmt, fn, inputs, name):
         else [got]
     for k, (g, cols) in enumerate(zip(halves, lane_inputs)):
         vals = [K.bits_to_float(c, fmt).tolist() for c in cols]
-        want = K.float_to_bits([fn(*v) for v in zip(*vals)], fmt)
-        K.check_float(g, want, fmt, inputs, f"{name} lane {k}")
+        first, second = K.split_either([fn(*v) for v in zip(*vals)])
+        K.check_float(g, K.float_to_bits(first, fmt), fmt, inputs, f"{name} lane {k}",
+                      alt=K.float_to_bits(second, fmt))
 
 
-@pytest.mark.parametrize("name", sorted(ARITH))
+@pytest.mark.parametrize("name", K.cases(sorted(ARITH), XFAIL))
 def test_half_arith(name, rng):
     op, fmt, packed, ftz, sat, relu = ARITH[name]
     arity = 3 if op == "fma" else 2
@@ -127,7 +136,7 @@ for tn in ("f16", "f16x2", "bf16", "bf16x2"):
         OTHER[name] = (1, _base(tn), tn.endswith("x2"), fn)
 
 
-@pytest.mark.parametrize("name", sorted(OTHER))
+@pytest.mark.parametrize("name", K.cases(sorted(OTHER), XFAIL))
 def test_half_minmax_neg_abs(name, rng):
     arity, fmt, packed, fn = OTHER[name]
     ins, lanes = _lanes(rng, fmt, packed, arity)
@@ -154,7 +163,7 @@ for tn in ("f16", "f16x2"):
         SETP[name] = (tn, op)
 
 
-@pytest.mark.parametrize("name", sorted(SETP))
+@pytest.mark.parametrize("name", K.cases(sorted(SETP), XFAIL))
 def test_half_setp(name, rng):
     tn, op = SETP[name]
     packed = tn.endswith("x2")
@@ -177,7 +186,7 @@ for tn in ("f16", "f16x2"):
 # tanh.approx.f16: observed on H200 within 1 ulp of f16 (relative 2^-10.5 was exceeded by 1.27x)
 
 
-@pytest.mark.parametrize("name", sorted(APPROX))
+@pytest.mark.parametrize("name", K.cases(sorted(APPROX), XFAIL))
 def test_half_approx(name, rng):
     tn, fn, tol = APPROX[name]
     packed = tn.endswith("x2")

@@ -16,6 +16,8 @@ pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
 N = 256
 KS = K.KernelSet()
+# kernel name -> the exact compiler gap it runs into (strict xfail; see ptxkit.cases)
+XFAIL = {}
 
 # ---------------------------------------------------------------- global scalar and vector copies
 
@@ -49,7 +51,7 @@ for hint in (".wb", ".cg", ".cs", ".wt", ".release.gpu", ".relaxed.sys", ".volat
     COPY[name] = "u32+1"
 
 
-@pytest.mark.parametrize("name", sorted(COPY))
+@pytest.mark.parametrize("name", K.cases(sorted(COPY), XFAIL))
 def test_global_copy(name, rng):
     """The elementwise kernel leaves %addr at the input's element; loading it again must give it back."""
     tn = COPY[name].split("+")[0]
@@ -104,7 +106,7 @@ ret;
     VEC[name] = (k, tn)
 
 
-@pytest.mark.parametrize("name", sorted(VEC))
+@pytest.mark.parametrize("name", K.cases(sorted(VEC), XFAIL))
 def test_vector_load_store(name, rng):
     """ld.v{2,4} then st.v{2,4} with the elements reversed."""
     k, tn = VEC[name]
@@ -391,6 +393,8 @@ isspacep.local %p0, %l;     selp.u32 %t, 256, 0, %p0; or.b32 %d, %d, %t;
                                    ".shared .align 4 .b32 sarr3[2];"))
 
 
+@pytest.mark.xfail(strict=True, reason="isspacep: a cvta.local address answers isspacep.global true and "
+                                       "isspacep.local false (local memory is not told apart from global)")
 def test_isspacep_prefetch_fences(rng):
     """A global, a shared and a local generic pointer each answer isspacep for their own space only;
     prefetches and fences are accepted and change nothing."""
