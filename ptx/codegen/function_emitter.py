@@ -57,6 +57,7 @@ class FunctionEmitter:
         self.regs = {}              # register name -> (llvm type, alloca)
         self.addr_vars = {}         # .local/.param variable in body -> (pointer value, size)
         self.func_params = {}       # .func param name -> pointer argument
+        self.local_vars = []        # (pointer, size) of this function's .local variables
         self.sync_sites = []        # [(label to resume at, post-resume callback)]
         self.L = "%L"
         self.W = "%W"

@@ -201,6 +201,8 @@ def _setup_addr_vars(em: FunctionEmitter, flat, in_frame: bool):
         else:
             p = em.f.alloca(f"[{size} x i8]", align=max(align, 16) if size >= 16 else align)
         em.addr_vars[d.name] = (p, size)
+        if d.space == "local":
+            em.local_vars.append((p, size))
     return round_up(off, 16)
 
 

@@ -199,11 +199,19 @@ def op_isspacep(em, ins):
     tot64 = f.op(f"zext i32 {tot} to i64")
     rel = f.op(f"sub i64 {a}, {base}")
     in_shared = f.op(f"icmp ult i64 {rel}, {tot64}")
+    # local memory is this function's .local variables (host stack or thread frame)
+    in_local = "false"
+    for p, size in em.local_vars:
+        lo = f.op(f"ptrtoint ptr {p} to i64")
+        inside = f.op(f"icmp ult i64 {f.op(f'sub i64 {a}, {lo}')}, {size}")
+        in_local = f.op(f"or i1 {in_local}, {inside}")
     if space == "shared":
         r = in_shared
     elif space == "global":
-        r = f.op(f"xor i1 {in_shared}, true")
-    elif space in ("local", "const", "param"):
+        r = f.op(f"xor i1 {f.op(f'or i1 {in_shared}, {in_local}')}, true")
+    elif space == "local":
+        r = in_local
+    elif space in ("const", "param"):
         r = "false"
     else:
         unsupported(ins)
