@@ -459,14 +459,30 @@ static void after_fork_child(void) {
     atomic_store(&P.sleepers, 0);
 }
 
+/* A container's CPU quota (cgroup v2 cpu.max "quota period"), rounded up; 0 when unlimited. Spinning
+   workers beyond the quota would only steal time from each other. */
+static uint32_t cgroup_cpu_quota(void) {
+    FILE *f = fopen("/sys/fs/cgroup/cpu.max", "r");
+    if (!f) return 0;
+    char quota[32] = {0};
+    unsigned long long period = 0;
+    int got = fscanf(f, "%31s %llu", quota, &period);
+    fclose(f);
+    if (got != 2 || !period || quota[0] < '0' || quota[0] > '9') return 0;
+    unsigned long long q = strtoull(quota, NULL, 10);
+    return q ? (uint32_t)((q + period - 1) / period) : 0;
+}
+
 static uint32_t usable_cores(void) {
+    uint32_t n = 0;
     cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0) {
-        int n = CPU_COUNT(&set);
-        if (n > 0) return (uint32_t)n;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) n = (uint32_t)CPU_COUNT(&set);
+    if (!n) {
+        long c = sysconf(_SC_NPROCESSORS_ONLN);
+        n = c > 0 ? (uint32_t)c : 1;
     }
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (uint32_t)n : 1;
+    uint32_t quota = cgroup_cpu_quota();
+    return quota && quota < n ? quota : n;
 }
 
 static int pool_init(void) {

@@ -101,6 +101,7 @@ uint64_t ptx_rt_globaltimer(void);  /* ns since the epoch */
 int32_t  ptx_rt_grid_sync(ptx_worker *W);
 void     ptx_rt_yield(ptx_worker *W);
 
-/* Environment: PTXRT_THREADS=n (workers, default = usable cores), PTXRT_SPIN_US=us (how long idle
-   workers spin before parking, default 200). */
+/* Environment: PTXRT_THREADS=n (workers; default: the usable cores, i.e. the affinity mask capped by
+   a cgroup v2 CPU quota), PTXRT_SPIN_US=us (how long idle workers spin before parking, default 200),
+   PTXRT_FIBER_STACK=bytes (cooperative launches). */
 #endif
