@@ -837,6 +837,47 @@ static void test_streams(void) {
     OK(cuEventDestroy(ev));
     EXPECT(cuStreamWaitEvent(nb, ev, 0), CUDA_ERROR_INVALID_HANDLE);
 
+    /* stream memory operations: s1 waits on a flag that another stream writes */
+    CUdeviceptr flag;
+    OK(cuMemAlloc(&flag, 64));
+    OK(cuMemsetD32(flag, 0, 16));
+    order_reset();
+    OK(cuStreamWaitValue32(s1, flag, 5, CU_STREAM_WAIT_VALUE_GEQ));
+    OK(cuLaunchHostFunc(s1, log_order, (void *)60));
+    OK(cuStreamWaitValue64(s1, flag + 8, 0x100000000ULL, CU_STREAM_WAIT_VALUE_AND));
+    OK(cuLaunchHostFunc(s1, log_order, (void *)61));
+    sleep_ms(20);
+    CHECK(order_count() == 0);
+    OK(cuStreamWriteValue32(s2, flag, 4, 0));
+    OK(cuStreamSynchronize(s2));
+    sleep_ms(10);
+    CHECK(order_count() == 0); /* 4 is not >= 5 */
+    OK(cuStreamWriteValue32(s2, flag, 7, CU_STREAM_WRITE_VALUE_DEFAULT));
+    OK(cuStreamSynchronize(s2));
+    sleep_ms(20);
+    CHECK(order_count() == 1 && order_log[0] == 60);
+    OK(cuStreamWriteValue64(s2, flag + 8, 0x300000000ULL, 0));
+    OK(cuStreamSynchronize(s1));
+    CHECK(order_count() == 2 && order_log[1] == 61);
+    EXPECT(cuStreamWaitValue32(s1, flag + 2, 1, 0), CUDA_ERROR_INVALID_VALUE);   /* misaligned */
+    EXPECT(cuStreamWaitValue32(s1, flag, 1, 7), CUDA_ERROR_INVALID_VALUE);       /* unknown operation */
+    EXPECT(cuStreamWriteValue32(s1, flag + 4096, 1, 0), CUDA_ERROR_INVALID_VALUE); /* outside */
+    CUstreamBatchMemOpParams ops[2];
+    memset(ops, 0, sizeof ops);
+    ops[0].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
+    ops[0].writeValue.address = flag + 16;
+    ops[0].writeValue.value = 0xABCD;
+    ops[1].waitValue.operation = CU_STREAM_MEM_OP_WAIT_VALUE_32;
+    ops[1].waitValue.address = flag + 16;
+    ops[1].waitValue.value = 0xABCD;
+    ops[1].waitValue.flags = CU_STREAM_WAIT_VALUE_EQ;
+    OK(cuStreamBatchMemOp(s1, 2, ops, 0));
+    OK(cuStreamSynchronize(s1));
+    uint32_t flag_words[8];
+    OK(cuMemcpyDtoH(flag_words, flag, sizeof flag_words));
+    CHECK(flag_words[0] == 7 && flag_words[2] == 0 && flag_words[3] == 3 && flag_words[4] == 0xABCD);
+    OK(cuMemFree(flag));
+
     OK(cuMemFree(d));
     OK(cuMemFreeHost(pinned_in));
     OK(cuMemFreeHost(pinned_out));

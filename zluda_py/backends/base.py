@@ -11,6 +11,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Callable
 
+from zluda_py.errors import CudaError, CUDA_ERROR_NOT_SUPPORTED
+
 
 @dataclass
 class DeviceProperties:
@@ -114,6 +116,15 @@ class BackendStream(ABC):
     @abstractmethod
     def wait(self, event: BackendEvent) -> None:
         """Later work on this stream waits until `event`'s recorded work completes."""
+
+    def write_value(self, addr: int, value: int, size: int) -> None:
+        """Store a `size`-byte (4 or 8) little-endian value at device address `addr` in stream order."""
+        raise CudaError(CUDA_ERROR_NOT_SUPPORTED, "stream memory operations are not supported here")
+
+    def wait_value(self, addr: int, value: int, size: int, op: int) -> None:
+        """Later work waits until the `size`-byte value at `addr` satisfies CUstreamWaitValue_flags `op`
+        (GEQ 0, EQ 1, AND 2, NOR 3) against `value`."""
+        raise CudaError(CUDA_ERROR_NOT_SUPPORTED, "stream memory operations are not supported here")
 
     @abstractmethod
     def query(self) -> bool: ...

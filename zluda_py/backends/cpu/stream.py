@@ -5,6 +5,7 @@ no thread hop)."""
 from __future__ import annotations
 
 import threading
+import time
 from collections import deque
 
 from zluda_py import log
@@ -44,6 +45,27 @@ def _copy_2d(dst: int, dpitch: int, src: int, spitch: int, width: int, height: i
         return
     for row in range(height):
         libc.memmove(dst + row * dpitch, src + row * spitch, width)
+
+
+def _value_ready(addr: int, value: int, size: int, op: int) -> bool:
+    bits = 8 * size
+    mask = (1 << bits) - 1
+    current = int.from_bytes(libc.ffi.buffer(libc.ffi.cast("char *", addr), size), "little")
+    if op == 0:     # GEQ, in wrapping arithmetic: (intN)(*addr - value) >= 0
+        return ((current - value) & mask) < (1 << (bits - 1))
+    if op == 1:
+        return current == value
+    if op == 2:
+        return (current & value) != 0
+    return (~(current | value) & mask) != 0     # NOR
+
+
+def _wait_until(addr: int, value: int, size: int, op: int) -> None:
+    # Another stream or the host will write the value; poll with a growing sleep so the wait costs no CPU.
+    delay = 0.0
+    while not _value_ready(addr, value, size, op):
+        time.sleep(delay)
+        delay = min(delay * 2 or 1e-5, 1e-3)
 
 
 class CpuStream(BackendStream):
@@ -158,6 +180,13 @@ class CpuStream(BackendStream):
         c = event.last
         if c is not None and not c.done:
             self.enqueue(c.wait)
+
+    def write_value(self, addr: int, value: int, size: int) -> None:
+        data = value.to_bytes(size, "little")
+        self.enqueue(lambda: libc.ffi.memmove(libc.ffi.cast("char *", addr), data, size), inline=True)
+
+    def wait_value(self, addr: int, value: int, size: int, op: int) -> None:
+        self.enqueue(lambda: _wait_until(addr, value, size, op), inline=_value_ready(addr, value, size, op))
 
     def query(self) -> bool:
         return not self._busy and not self._tasks
