@@ -255,8 +255,11 @@ def _apply_relocations(engine, hir, globals_):
         if sym in globals_:
             target = globals_[sym][0]
         elif sym in hir.functions:
-            target = engine.get_function_address(hir.functions[sym])
+            holder = engine.get_global_value_address(hir.functions[sym])
+            target = ctypes.c_uint64.from_address(holder).value if holder else 0
         else:
+            raise PTXUnsupportedError(f"initialiser of {gname} refers to {sym}, which has no address")
+        if not target:
             raise PTXUnsupportedError(f"initialiser of {gname} refers to {sym}, which has no address")
         value = target + addend
         if mask:

@@ -200,3 +200,161 @@ def test_unsupported_instruction_names_it():
     with pytest.raises(ptx.PTXUnsupportedError) as e:
         ptx.compile(src)
     assert "fns" in str(e.value) and e.value.line == 8
+
+
+def test_device_function_with_shuffles_and_barriers_is_inlined(mod, rng):
+    x = rng.random(4 * 256, dtype=np.float32)
+    out = np.full(4, np.nan, np.float32)
+    mod.kernel("bsum").launch(4, 256, [x, out])
+    np.testing.assert_allclose(out, x.reshape(4, 256).sum(1, dtype=np.float64), rtol=1e-5)
+
+
+def test_votes_and_activemask(mod, rng):
+    xi = rng.integers(-5, 5, 64).astype(np.int32)
+    ballot = np.zeros(64, np.uint32)
+    all_ = np.full(64, -1, np.int32)
+    any_ = np.full(64, -1, np.int32)
+    act = np.full(64, 7, np.uint32)
+    mod.kernel("votes").launch(1, 64, [xi, ballot, all_, any_, act])
+    for w in range(2):
+        p = xi[w * 32:(w + 1) * 32] > 0
+        assert (ballot[w * 32:(w + 1) * 32] == sum(1 << i for i in range(32) if p[i])).all()
+        assert (all_[w * 32:(w + 1) * 32] == int(p.all())).all()
+        assert (any_[w * 32:(w + 1) * 32] == int(p.any())).all()
+    lanes = np.arange(64)
+    # lanes 0,3,6,.. of each warp take the branch together; warp 1 starts at lane 32 (32 % 3 == 2)
+    w0 = sum(1 << i for i in range(32) if i % 3 == 0)
+    w1 = sum(1 << i for i in range(32) if (i + 32) % 3 == 0)
+    want = np.where(lanes % 3 == 0, np.where(lanes < 32, w0, w1), 0)
+    np.testing.assert_array_equal(act, want.astype(np.uint32))
+
+
+def test_cp_async_and_module_globals(mod, rng):
+    import ctypes
+    g = rng.random(4 * 256, dtype=np.float32)
+    o = np.full_like(g, np.nan)
+    mod.kernel("async_copy").launch(4, 256, [g, o])
+    np.testing.assert_array_equal(o.reshape(4, 256), g.reshape(4, 256)[:, ::-1])
+    addr, size = mod.globals["coef"]
+    assert size == 16
+    coef = rng.random(4, dtype=np.float32)
+    ctypes.memmove(addr, coef.ctypes.data, 16)
+    caddr, _ = mod.globals["counter"]
+    before = ctypes.c_int32.from_address(caddr).value
+    o = np.full(64, np.nan, np.float32)
+    mod.kernel("globs").launch(1, 64, [o])
+    np.testing.assert_array_equal(o, np.tile(coef, 16) * np.arange(64, dtype=np.float32))
+    assert ctypes.c_int32.from_address(caddr).value == before + 64
+
+
+def test_exited_threads_release_barriers(mod):
+    o = np.full(64, -1, np.int32)
+    mod.kernel("earlyexit").launch(1, 64, [o, 40])
+    assert o[:40].tolist() == [40] * 40 and (o[40:] == -1).all()
+
+
+HANDWRITTEN = """.version 8.0
+.target sm_86
+.address_size 64
+
+.func (.reg .b32 %ret) add3 (.reg .b32 %x)
+{
+  add.s32 %ret, %x, 3;
+  ret;
+}
+.func (.param .b32 rv) twice (.param .b32 a)
+{
+  .reg .b32 %r<3>;
+  ld.param.b32 %r1, [a];
+  shl.b32 %r2, %r1, 1;
+  st.param.b32 [rv], %r2;
+  ret;
+}
+.func (.param .b32 rv) thrice (.param .b32 a)
+{
+  .reg .b32 %r<3>;
+  ld.param.b32 %r1, [a];
+  mul.lo.s32 %r2, %r1, 3;
+  st.param.b32 [rv], %r2;
+  ret;
+}
+.global .u64 fptrs[2] = {twice, thrice};
+
+.visible .entry odd(.param .u64 out, .param .u64 inp)
+{
+  .reg .b32 %r<20>;
+  .reg .b64 %rd<10>;
+  .reg .pred %p<4>;
+  .reg .f32 %f<5>;
+  ld.param.u64 %rd1, [out];
+  ld.param.u64 %rd2, [inp];
+  mov.u32 %r1, %tid.x;
+  call (%r2), add3, (%r1);
+  mul.wide.u32 %rd3, %r1, 32;
+  add.s64 %rd4, %rd1, %rd3;
+  st.global.u32 [%rd4], %r2;
+  // indirect call through a table in global memory
+  and.b32 %r3, %r1, 1;
+  mul.wide.u32 %rd5, %r3, 8;
+  mov.u64 %rd6, fptrs;
+  add.s64 %rd6, %rd6, %rd5;
+  ld.global.u64 %rd7, [%rd6];
+  {
+  .param .b32 pa;
+  .param .b32 pr;
+  st.param.b32 [pa], %r1;
+  proto: .callprototype (.param .b32 _) _ (.param .b32 _);
+  call (pr), %rd7, (pa), proto;
+  ld.param.b32 %r4, [pr];
+  }
+  st.global.u32 [%rd4+4], %r4;
+  // brx.idx
+  and.b32 %r5, %r1, 3;
+  ts: .branchtargets L0, L1, L2, L3;
+  brx.idx %r5, ts;
+L0: mov.u32 %r6, 100; bra.uni LE;
+L1: mov.u32 %r6, 101; bra.uni LE;
+L2: mov.u32 %r6, 102; bra.uni LE;
+L3: mov.u32 %r6, 103;
+LE:
+  st.global.u32 [%rd4+8], %r6;
+  // vector load, pack/unpack
+  mul.wide.u32 %rd8, %r1, 16;
+  add.s64 %rd9, %rd2, %rd8;
+  ld.global.v4.f32 {%f1, %f2, %f3, %f4}, [%rd9];
+  add.f32 %f1, %f1, %f4;
+  mov.b32 %r7, %f1;
+  st.global.u32 [%rd4+12], %r7;
+  mov.b64 %rd5, {%r1, %r3};
+  mov.b64 {%r8, %r9}, %rd5;
+  add.s32 %r8, %r8, %r9;
+  st.global.u32 [%rd4+16], %r8;
+  // bar.red.popc and vote/match/redux
+  setp.lt.u32 %p1, %r1, 10;
+  bar.red.popc.u32 %r10, 0, %p1;
+  st.global.u32 [%rd4+20], %r10;
+  shr.u32 %r11, %r1, 2;
+  match.any.sync.b32 %r12, %r11, -1;
+  st.global.u32 [%rd4+24], %r12;
+  redux.sync.add.u32 %r13, %r1, -1;
+  st.global.u32 [%rd4+28], %r13;
+  ret;
+}
+"""
+
+
+def test_handwritten_calls_branch_tables_vectors_and_collectives(rng):
+    m = ptx.compile(HANDWRITTEN)
+    n = 64
+    out = np.zeros((n, 8), np.uint32)
+    inp = rng.random((n, 4), dtype=np.float32)
+    m.kernel("odd").launch(1, n, [out, inp])
+    t = np.arange(n)
+    np.testing.assert_array_equal(out[:, 0], t + 3)                                # .reg params
+    np.testing.assert_array_equal(out[:, 1], np.where(t & 1, 3 * t, 2 * t))       # indirect call
+    np.testing.assert_array_equal(out[:, 2], 100 + (t & 3))                        # brx.idx
+    np.testing.assert_array_equal(out[:, 3].view(np.float32), inp[:, 0] + inp[:, 3])
+    np.testing.assert_array_equal(out[:, 4], t + (t & 1))                          # mov pack/unpack
+    np.testing.assert_array_equal(out[:, 5], 10)                                   # bar.red.popc
+    np.testing.assert_array_equal(out[:, 6], [0xF << (4 * ((i % 32) // 4)) for i in t])   # match.any
+    np.testing.assert_array_equal(out[:, 7], np.where(t < 32, sum(range(32)), sum(range(32, 64))))

@@ -1,5 +1,6 @@
 #include <cstdio>
 #include <cassert>
+#include <cuda_pipeline.h>
 extern "C" __global__ void vecAdd(const float *a, const float *b, float *c, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) c[i] = a[i] + b[i];
@@ -63,4 +64,51 @@ extern "C" __global__ void trapk(int *p) { if (threadIdx.x == 3) __trap(); p[thr
 extern "C" __global__ void assk(int *p) { assert(p[threadIdx.x] == 0); }
 extern "C" __global__ void divk(const int *a, const int *b, int *c, unsigned *d) {
   int t = threadIdx.x; c[t] = a[t] / b[t]; d[t] = (unsigned)a[t] % (unsigned)b[t];
+}
+
+__device__ __noinline__ float blockSum(float v, float *sh) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffff, v, o);
+  int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+  if (lane == 0) sh[w] = v;
+  __syncthreads();
+  float r = 0;
+  if (threadIdx.x == 0) for (int i = 0; i < blockDim.x / 32; i++) r += sh[i];
+  __syncthreads();
+  return r;
+}
+extern "C" __global__ void bsum(const float *x, float *out) {
+  __shared__ float sh[32];
+  float r = blockSum(x[blockIdx.x * blockDim.x + threadIdx.x], sh);
+  if (threadIdx.x == 0) out[blockIdx.x] = r;
+}
+extern "C" __global__ void votes(const int *x, unsigned *ballot, int *all, int *any, unsigned *act) {
+  int t = threadIdx.x;
+  int p = x[t] > 0;
+  ballot[t] = __ballot_sync(0xffffffff, p);
+  all[t] = __all_sync(0xffffffff, p);
+  any[t] = __any_sync(0xffffffff, p);
+  if (t % 3 == 0) act[t] = __activemask(); else act[t] = 0;
+}
+extern "C" __global__ void async_copy(const float *g, float *o) {
+  __shared__ float s[256];
+  __pipeline_memcpy_async(&s[threadIdx.x], &g[blockIdx.x * 256 + threadIdx.x], 4);
+  __pipeline_commit();
+  __pipeline_wait_prior(0);
+  __syncthreads();
+  o[blockIdx.x * 256 + threadIdx.x] = s[255 - threadIdx.x];
+}
+__device__ int counter;
+__constant__ float coef[4];
+extern "C" __global__ void globs(float *o) {
+  atomicAdd(&counter, 1);
+  o[threadIdx.x] = coef[threadIdx.x & 3] * threadIdx.x;
+}
+extern "C" __global__ void earlyexit(int *o, int n) {
+  __shared__ int s;
+  if (threadIdx.x == 0) s = 0;
+  __syncthreads();
+  if (threadIdx.x >= n) return;
+  atomicAdd(&s, 1);
+  __syncthreads();
+  o[threadIdx.x] = s;
 }
