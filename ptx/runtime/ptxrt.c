@@ -213,9 +213,9 @@ struct job {
     /* cooperative launches */
     struct fiber *fibers;
     uint8_t *arena;                  /* per block: shared then scratch */
-    size_t arena_bytes, per_block, shared_stride;
+    size_t per_block, shared_stride;
     uint8_t *stacks;
-    size_t stacks_bytes, stack_size;
+    size_t stack_size;
     uint32_t workspace[16];          /* %envreg1:%envreg2 of cooperative launches (nvcc's own grid.sync) */
     _Atomic uint64_t pending __attribute__((aligned(64)));   /* blocks yet to arrive or finish this phase */
     _Atomic uint64_t finished;
@@ -586,33 +586,62 @@ static void flush_printf(void) {
 
 /* ------------------------------------------------------------------ launch */
 
+/* Cooperative launches keep their fiber stacks and per-block buffers mapped from launch to launch
+   (launches are serialised); a bigger grid replaces them. Each stack's lowest page is a guard, so
+   an overflow faults instead of silently corrupting the next block's stack. */
+static struct {
+    uint8_t *stacks, *arena;
+    size_t stacks_bytes, arena_bytes, stack_size;
+    struct fiber *fibers;
+    uint64_t nfibers;
+} coop_cache;
+
+static uint8_t *map_bytes(size_t n, int extra) {
+    void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | extra, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
 static int setup_cooperative(struct job *j) {
     uint64_t B = j->nblocks;
     j->shared_stride = align_up(j->shared_bytes + SHARED_SLACK, SHARED_ALIGN);
     j->per_block = j->shared_stride + align_up(j->scratch_bytes + SCRATCH_ALIGN, SHARED_ALIGN);
     j->stack_size = P.fiber_stack;
-    if (B > (1ull << 32) || j->per_block > (1ull << 40) / B) return -1;
-    j->arena_bytes = align_up(B * j->per_block, 4096);
-    j->stacks_bytes = B * j->stack_size;
-    j->fibers = calloc(B, sizeof(struct fiber));
-    j->arena = mmap(NULL, j->arena_bytes, PROT_READ | PROT_WRITE,
-                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    j->stacks = mmap(NULL, j->stacks_bytes, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
-    if (j->arena == MAP_FAILED) j->arena = NULL;
-    if (j->stacks == MAP_FAILED) j->stacks = NULL;
+    if (B > (1ull << 16) || j->per_block > (1ull << 40) / B) return -1;   /* far above any co-resident grid */
+    size_t arena_bytes = align_up(B * j->per_block, 4096);
+    size_t stacks_bytes = B * j->stack_size;
+    if (coop_cache.nfibers < B) {
+        free(coop_cache.fibers);
+        coop_cache.fibers = calloc(B, sizeof(struct fiber));
+        coop_cache.nfibers = coop_cache.fibers ? B : 0;
+        if (!coop_cache.fibers) return -1;
+    }
+    if (coop_cache.arena_bytes < arena_bytes) {
+        if (coop_cache.arena) munmap(coop_cache.arena, coop_cache.arena_bytes);
+        coop_cache.arena = map_bytes(arena_bytes, 0);
+        coop_cache.arena_bytes = coop_cache.arena ? arena_bytes : 0;
+        if (!coop_cache.arena) return -1;
+    }
+    if (coop_cache.stacks_bytes < stacks_bytes || coop_cache.stack_size != j->stack_size) {
+        if (coop_cache.stacks) munmap(coop_cache.stacks, coop_cache.stacks_bytes);
+        coop_cache.stacks = map_bytes(stacks_bytes, MAP_STACK);
+        coop_cache.stacks_bytes = coop_cache.stacks ? stacks_bytes : 0;
+        coop_cache.stack_size = j->stack_size;
+        if (!coop_cache.stacks) return -1;
+        for (uint64_t b = 0; b < B; b++)
+            mprotect(coop_cache.stacks + b * j->stack_size, 4096, PROT_NONE);
+    }
+    j->fibers = coop_cache.fibers;
+    j->arena = coop_cache.arena;
+    j->stacks = coop_cache.stacks;
     atomic_store(&j->pending, B);
     atomic_store(&j->finished, 0);
     atomic_store(&j->phase, 0);
     memset(j->workspace, 0, sizeof j->workspace);
     j->L.grid_workspace = (uint8_t *)j->workspace;
-    return (j->fibers && j->arena && j->stacks) ? 0 : -1;
+    return 0;
 }
 
 static void teardown_cooperative(struct job *j) {
-    free(j->fibers);
-    if (j->arena) munmap(j->arena, j->arena_bytes);
-    if (j->stacks) munmap(j->stacks, j->stacks_bytes);
     j->fibers = NULL;
     j->arena = NULL;
     j->stacks = NULL;

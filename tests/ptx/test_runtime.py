@@ -284,6 +284,7 @@ def test_bad_launches(kernels):
     assert rt.launch(kernels["empty"], None, 1, (1, 0, 1)) == rt.BAD_LAUNCH
     assert rt.launch(0, None, 1, 1) == rt.BAD_LAUNCH
     assert rt.launch(kernels["bad_grid_sync"], None, 4, 1) == rt.TRAP
+    assert rt.launch(kernels["empty"], None, 70000, 1, cooperative=True) == rt.BAD_LAUNCH  # never co-resident
     with pytest.raises(ValueError):
         rt.launch(kernels["empty"], None, (1, 2, 3, 4), 1)
 
