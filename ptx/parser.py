@@ -765,7 +765,7 @@ class Parser:
             if self.accept_punct("}"):
                 break
             self.expect_punct(",")
-        if len(elems) not in (1, 2, 3, 4, 8, 16, 32, 64, 128):
+        if len(elems) > 256:   # wgmma/tcgen05 use up to 128; anything far beyond is garbage
             raise self.error(f"a vector operand cannot have {len(elems)} elements", open_tok)
         return ast.Vector(elems, pos)
 
