@@ -298,13 +298,13 @@ def emit_kernel(func: A.Function, flat, mctx: ModuleContext, has_sync: bool, out
         frame_bytes = 0
         out_funcs.append(text)
     else:
-        text, frame_bytes, local_bytes = _emit_sync_thread(func, flat, mctx)
+        text, frame_bytes, local_bytes, sync_sites = _emit_sync_thread(func, flat, mctx)
         out_funcs.append(text)
         barrier_only = all(sync_kind(st) != "warp" and not (st.opcode in ("bar", "barrier")
                                                                and "red" in st.mods)
                            for st in flat.body if isinstance(st, A.Instruction) and sync_kind(st))
         if barrier_only:
-            out_funcs.append(_emit_barrier_block_fn(func, sym, frame_bytes))
+            out_funcs.append(_emit_barrier_block_fn(func, sym, frame_bytes, sync_sites))
         else:
             out_funcs.append(_emit_sync_block_fn(func, sym, frame_bytes, mctx))
     return KernelInfo(func.name, f"k.{func.name}", params, param_size, static_shared, local_bytes,
@@ -411,18 +411,110 @@ def _emit_sync_thread(func, flat, mctx):
             after()
         f.term(f"br label %{cont}")
     cases = " ".join(f"i32 {site[0]}, label %restore.{site[0]}" for site in em.sync_sites)
-    dispatch = ["  %resume = load i32, ptr %frame, align 4",
+    dispatch = ["  %resume.fr = load i32, ptr %frame, align 4",
+                "  %resume.known = icmp sge i32 %resume.in, 0",
+                "  %resume = select i1 %resume.known, i32 %resume.in, i32 %resume.fr",
                 f"  switch i32 %resume, label %start [ {cases} ]"]
-    header = f"define internal i32 @\"t.{func.name}\"({_reg_signature()}) {{"
+    header = f"define internal i32 @\"t.{func.name}\"({_reg_signature()}, i32 %resume.in) {{"
     local_bytes = local_end - FE.FRAME_HEADER_BYTES
-    return _assemble(header, em, dispatch, f.lines, []), frame_bytes, local_bytes
+    return _assemble(header, em, dispatch, f.lines, []), frame_bytes, local_bytes, \
+        [site[0] for site in em.sync_sites]
 
 
-def _emit_barrier_block_fn(func, sym, frame_bytes):
+def _phase_loop(func, tag, resume_in, fb):
+    """One phase: every live thread of the block runs to its next barrier or its exit. Tracks whether
+    any thread is still live and whether all suspended threads wait at the same resume point."""
+    t = tag
+    return f"""phase.{t}:
+  br label %tz.{t}
+tz.{t}:
+  %z.{t} = phi i32 [ 0, %phase.{t} ], [ %z.next.{t}, %tz.latch.{t} ]
+  %live.z.{t} = phi i1 [ false, %phase.{t} ], [ %live.y.out.{t}, %tz.latch.{t} ]
+  %site.z.{t} = phi i32 [ -1, %phase.{t} ], [ %site.y.out.{t}, %tz.latch.{t} ]
+  %unif.z.{t} = phi i1 [ true, %phase.{t} ], [ %unif.y.out.{t}, %tz.latch.{t} ]
+  %t.z.{t} = phi i64 [ 0, %phase.{t} ], [ %t.y.out.{t}, %tz.latch.{t} ]
+  br label %ty.{t}
+ty.{t}:
+  %y.{t} = phi i32 [ 0, %tz.{t} ], [ %y.next.{t}, %ty.latch.{t} ]
+  %live.y.{t} = phi i1 [ %live.z.{t}, %tz.{t} ], [ %live.x.out.{t}, %ty.latch.{t} ]
+  %site.y.{t} = phi i32 [ %site.z.{t}, %tz.{t} ], [ %site.x.out.{t}, %ty.latch.{t} ]
+  %unif.y.{t} = phi i1 [ %unif.z.{t}, %tz.{t} ], [ %unif.x.out.{t}, %ty.latch.{t} ]
+  %t.y.{t} = phi i64 [ %t.z.{t}, %tz.{t} ], [ %t.x.out.{t}, %ty.latch.{t} ]
+  br label %tx.{t}
+tx.{t}:
+  %x.{t} = phi i32 [ 0, %ty.{t} ], [ %x.next.{t}, %tx.latch.{t} ]
+  %live.{t} = phi i1 [ %live.y.{t}, %ty.{t} ], [ %live.next.{t}, %tx.latch.{t} ]
+  %site.{t} = phi i32 [ %site.y.{t}, %ty.{t} ], [ %site.next.{t}, %tx.latch.{t} ]
+  %unif.{t} = phi i1 [ %unif.y.{t}, %ty.{t} ], [ %unif.next.{t}, %tx.latch.{t} ]
+  %t.{t} = phi i64 [ %t.y.{t}, %ty.{t} ], [ %t.next.{t}, %tx.latch.{t} ]
+  %off.{t} = mul i64 %t.{t}, {fb}
+  %fr.{t} = getelementptr i8, ptr %scratch, i64 %off.{t}
+  %stp.{t} = getelementptr i8, ptr %fr.{t}, i64 4
+  %state.{t} = load i32, ptr %stp.{t}
+  %isdone.{t} = icmp ne i32 %state.{t}, 0
+  br i1 %isdone.{t}, label %tx.latch.{t}, label %run.{t}
+run.{t}:
+  %r.{t} = call i32 @"t.{func.name}"(ptr %L, ptr %W, ptr %fr.{t}, i32 %x.{t}, i32 %y.{t}, i32 %z.{t}, i32 %cx, i32 %cy, i32 %cz, i32 {resume_in})
+  %fin.{t} = icmp eq i32 %r.{t}, {FE.ST_DONE}
+  br i1 %fin.{t}, label %mark.{t}, label %notdone.{t}
+mark.{t}:
+  store i32 1, ptr %stp.{t}
+  br label %tx.latch.{t}
+notdone.{t}:
+  %abort.{t} = icmp uge i32 %r.{t}, {FE.ST_ABORT_BASE}
+  br i1 %abort.{t}, label %fail.{t}, label %waits.{t}
+waits.{t}:
+  %k.{t} = load i32, ptr %fr.{t}
+  %first.{t} = icmp slt i32 %site.{t}, 0
+  %same.{t} = icmp eq i32 %site.{t}, %k.{t}
+  %ok.{t} = or i1 %first.{t}, %same.{t}
+  %unif.w.{t} = and i1 %unif.{t}, %ok.{t}
+  br label %tx.latch.{t}
+fail.{t}:
+  %code.{t} = sub i32 %r.{t}, {FE.ST_ABORT_BASE}
+  ret i32 %code.{t}
+tx.latch.{t}:
+  %live.next.{t} = phi i1 [ %live.{t}, %tx.{t} ], [ %live.{t}, %mark.{t} ], [ true, %waits.{t} ]
+  %site.next.{t} = phi i32 [ %site.{t}, %tx.{t} ], [ %site.{t}, %mark.{t} ], [ %k.{t}, %waits.{t} ]
+  %unif.next.{t} = phi i1 [ %unif.{t}, %tx.{t} ], [ %unif.{t}, %mark.{t} ], [ %unif.w.{t}, %waits.{t} ]
+  %t.next.{t} = add nuw i64 %t.{t}, 1
+  %x.next.{t} = add nuw i32 %x.{t}, 1
+  %xm.{t} = icmp ult i32 %x.next.{t}, %bx
+  br i1 %xm.{t}, label %tx.{t}, label %ty.latch.{t}
+ty.latch.{t}:
+  %live.x.out.{t} = phi i1 [ %live.next.{t}, %tx.latch.{t} ]
+  %site.x.out.{t} = phi i32 [ %site.next.{t}, %tx.latch.{t} ]
+  %unif.x.out.{t} = phi i1 [ %unif.next.{t}, %tx.latch.{t} ]
+  %t.x.out.{t} = phi i64 [ %t.next.{t}, %tx.latch.{t} ]
+  %y.next.{t} = add nuw i32 %y.{t}, 1
+  %ym.{t} = icmp ult i32 %y.next.{t}, %by
+  br i1 %ym.{t}, label %ty.{t}, label %tz.latch.{t}
+tz.latch.{t}:
+  %live.y.out.{t} = phi i1 [ %live.x.out.{t}, %ty.latch.{t} ]
+  %site.y.out.{t} = phi i32 [ %site.x.out.{t}, %ty.latch.{t} ]
+  %unif.y.out.{t} = phi i1 [ %unif.x.out.{t}, %ty.latch.{t} ]
+  %t.y.out.{t} = phi i64 [ %t.x.out.{t}, %ty.latch.{t} ]
+  %z.next.{t} = add nuw i32 %z.{t}, 1
+  %zm.{t} = icmp ult i32 %z.next.{t}, %bz
+  br i1 %zm.{t}, label %tz.{t}, label %phase.end.{t}
+phase.end.{t}:
+  br i1 %live.y.out.{t}, label %dispatch.{t}, label %next
+dispatch.{t}:
+  %uk.{t} = select i1 %unif.y.out.{t}, i32 %site.y.out.{t}, i32 -1
+  br label %dispatch
+"""
+
+
+def _emit_barrier_block_fn(func, sym, frame_bytes, sites):
     """Block barriers only (no warp collectives, no bar.red): each phase runs every live thread of
-    the block, in order, up to its next barrier or its exit; the next phase releases them all. The
-    thread function has this single call site, so LLVM inlines it into the loop."""
+    the block, in order, up to its next barrier or its exit; the next phase releases them all. When
+    every waiting thread waits at the same barrier (the usual case) the next phase is a loop
+    specialised for that resume point: the thread function is inlined with its dispatch folded."""
     fb = frame_bytes
+    tags = ["gen"] + [str(k) for k in sites]
+    loops = "".join(_phase_loop(func, t, -1 if t == "gen" else int(t), fb) for t in tags)
+    incoming = ", ".join(f"[ %uk.{t}, %dispatch.{t} ]" for t in tags)
+    cases = " ".join(f"i32 {k}, label %phase.{k}" for k in sites)
     return f"""define i32 {sym}(ptr %L, i64 %first, i64 %last, ptr %W) {{
 entry:
   %gxp = getelementptr i8, ptr %L, i64 {FE.L_GRID}
@@ -461,66 +553,14 @@ init:
   store i64 0, ptr %ifr
   %it.next = add nuw i32 %it, 1
   %imore = icmp ult i32 %it.next, %n
-  br i1 %imore, label %init, label %phase
-phase:
-  br label %tz
-tz:
-  %z = phi i32 [ 0, %phase ], [ %z.next, %tz.latch ]
-  %live.z = phi i1 [ false, %phase ], [ %live.y.out, %tz.latch ]
-  %t.z = phi i64 [ 0, %phase ], [ %t.y.out, %tz.latch ]
-  br label %ty
-ty:
-  %y = phi i32 [ 0, %tz ], [ %y.next, %ty.latch ]
-  %live.y = phi i1 [ %live.z, %tz ], [ %live.x.out, %ty.latch ]
-  %t.y = phi i64 [ %t.z, %tz ], [ %t.x.out, %ty.latch ]
-  br label %tx
-tx:
-  %x = phi i32 [ 0, %ty ], [ %x.next, %tx.latch ]
-  %live = phi i1 [ %live.y, %ty ], [ %live.next, %tx.latch ]
-  %t = phi i64 [ %t.y, %ty ], [ %t.next, %tx.latch ]
-  %off = mul i64 %t, {fb}
-  %fr = getelementptr i8, ptr %scratch, i64 %off
-  %stp = getelementptr i8, ptr %fr, i64 4
-  %state = load i32, ptr %stp
-  %isdone = icmp ne i32 %state, 0
-  br i1 %isdone, label %tx.latch, label %run
-run:
-  %r = call i32 @"t.{func.name}"(ptr %L, ptr %W, ptr %fr, i32 %x, i32 %y, i32 %z, i32 %cx, i32 %cy, i32 %cz)
-  %fin = icmp eq i32 %r, {FE.ST_DONE}
-  br i1 %fin, label %mark, label %notdone
-mark:
-  store i32 1, ptr %stp
-  br label %tx.latch
-notdone:
-  %abort = icmp uge i32 %r, {FE.ST_ABORT_BASE}
-  br i1 %abort, label %fail, label %tx.latch
-tx.latch:
-  %live.next = phi i1 [ %live, %tx ], [ %live, %mark ], [ true, %notdone ]
-  %t.next = add nuw i64 %t, 1
-  %x.next = add nuw i32 %x, 1
-  %xm = icmp ult i32 %x.next, %bx
-  br i1 %xm, label %tx, label %ty.latch
-ty.latch:
-  %live.x.out = phi i1 [ %live.next, %tx.latch ]
-  %t.x.out = phi i64 [ %t.next, %tx.latch ]
-  %y.next = add nuw i32 %y, 1
-  %ym = icmp ult i32 %y.next, %by
-  br i1 %ym, label %ty, label %tz.latch
-tz.latch:
-  %live.y.out = phi i1 [ %live.x.out, %ty.latch ]
-  %t.y.out = phi i64 [ %t.x.out, %ty.latch ]
-  %z.next = add nuw i32 %z, 1
-  %zm = icmp ult i32 %z.next, %bz
-  br i1 %zm, label %tz, label %phase.end
-phase.end:
-  br i1 %live.y.out, label %phase, label %next
+  br i1 %imore, label %init, label %phase.gen
+{loops}dispatch:
+  %uk = phi i32 {incoming}
+  switch i32 %uk, label %phase.gen [ {cases} ]
 next:
   %b.next = add nuw i64 %b, 1
   %more = icmp ult i64 %b.next, %last
   br i1 %more, label %head, label %done
-fail:
-  %code = sub i32 %r, {FE.ST_ABORT_BASE}
-  ret i32 %code
 done:
   ret i32 0
 }}"""

@@ -23,8 +23,10 @@ typedef struct frame_header {
     uint32_t pad;        /* 60 */
 } frame_header;
 
+/* the last argument: the resume point when the caller knows it is the same for every thread, else -1
+   (the thread reads it from its frame) */
 typedef int32_t (*thread_fn)(const ptx_launch *, ptx_worker *, uint8_t *, uint32_t, uint32_t,
-                             uint32_t, uint32_t, uint32_t, uint32_t);
+                             uint32_t, uint32_t, uint32_t, uint32_t, int32_t);
 
 enum { RUN = 0, DONE = 1, AT_BAR = 2, AT_WARP = 3 };
 enum { ST_DONE = 0, ST_BARRIER = 1, ST_WARP = 2, ST_ABORT = 0x100 };
@@ -123,7 +125,7 @@ static inline void run_thread(thread_fn fn, const ptx_launch *L, ptx_worker *W, 
     frame_header *h = hdr(W, t, fb);
     uint32_t bx = L->block[0], by = L->block[1];
     uint32_t tx = t % bx, ty = (t / bx) % by, tz = t / (bx * by);
-    int32_t r = fn(L, W, (uint8_t *)h, tx, ty, tz, cx, cy, cz);
+    int32_t r = fn(L, W, (uint8_t *)h, tx, ty, tz, cx, cy, cz, -1);
     if (r == ST_DONE) h->state = DONE;
     else if (r == ST_BARRIER) h->state = AT_BAR;
     else if (r == ST_WARP) h->state = AT_WARP;
