@@ -740,6 +740,16 @@ static void test_streams(void) {
     CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_ACTIVE;
     OK(cuStreamIsCapturing(s1, &cap));
     CHECK(cap == CU_STREAM_CAPTURE_STATUS_NONE);
+    cap = CU_STREAM_CAPTURE_STATUS_ACTIVE;
+    cuuint64_t cap_id = 9;
+    size_t ndeps = 9;
+    OK(cuStreamGetCaptureInfo(s1, &cap, &cap_id, NULL, NULL, NULL, &ndeps));
+    CHECK(cap == CU_STREAM_CAPTURE_STATUS_NONE && ndeps == 0);
+    CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+    OK(cuThreadExchangeStreamCaptureMode(&mode));
+    CHECK(mode == CU_STREAM_CAPTURE_MODE_GLOBAL);
+    OK(cuThreadExchangeStreamCaptureMode(&mode));
+    CHECK(mode == CU_STREAM_CAPTURE_MODE_RELAXED);
 
     /* in-order execution, asynchronous with the host: copies between host functions */
     enum { N = 1 << 20 };
@@ -836,6 +846,27 @@ static void test_streams(void) {
     EXPECT(cuStreamWaitEvent(nb, ev, 0x8), CUDA_ERROR_INVALID_VALUE);
     OK(cuEventDestroy(ev));
     EXPECT(cuStreamWaitEvent(nb, ev, 0), CUDA_ERROR_INVALID_HANDLE);
+
+    /* a batch of copies in one call */
+    {
+        uint32_t a_in[64], b_in[32], a_out[64], b_out[32];
+        for (int i = 0; i < 64; i++) a_in[i] = rnd();
+        for (int i = 0; i < 32; i++) b_in[i] = rnd();
+        memset(a_out, 0, sizeof a_out);
+        memset(b_out, 0, sizeof b_out);
+        CUdeviceptr dsts[4] = {d, d + 4096, (CUdeviceptr)a_out, (CUdeviceptr)b_out};
+        CUdeviceptr srcs[4] = {(CUdeviceptr)a_in, (CUdeviceptr)b_in, d, d + 4096};
+        size_t sizes[4] = {sizeof a_in, sizeof b_in, sizeof a_out, sizeof b_out};
+        CUmemcpyAttributes attr;
+        memset(&attr, 0, sizeof attr);
+        attr.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+        size_t attr_idx = 0;
+        OK(cuMemcpyBatchAsync(dsts, srcs, sizes, 4, &attr, &attr_idx, 1, s1));
+        OK(cuStreamSynchronize(s1));
+        CHECK(memcmp(a_in, a_out, sizeof a_in) == 0 && memcmp(b_in, b_out, sizeof b_in) == 0);
+        sizes[1] = N; /* d + 4096 + N runs past d */
+        EXPECT(cuMemcpyBatchAsync(dsts, srcs, sizes, 4, &attr, &attr_idx, 1, s1), CUDA_ERROR_INVALID_VALUE);
+    }
 
     /* stream memory operations: s1 waits on a flag that another stream writes */
     CUdeviceptr flag;

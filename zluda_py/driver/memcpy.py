@@ -216,3 +216,43 @@ for _bits, _size in ((8, 1), (16, 2), (32, 4)):
           lambda pt, d, v, n, s, _e=_size: _memset(pt, d, v, _e, n, 0, 1, s, False), "_ptsz")
     _pair(f"cuMemsetD2D{_bits}Async",
           lambda pt, d, p, v, w, h, s, _e=_size: _memset(pt, d, v, _e, w, p, h, s, False), "_ptsz")
+
+
+# --- batches (CUDA 12.8+) -----------------------------------------------------------------------------
+SIZE_MAX = (1 << 64) - 1
+
+
+def _copy_batch(per_thread, dsts, srcs, sizes, count, attrs, attr_idxs, num_attrs, fail_idx, hstream):
+    """Every copy is checked before any is queued; the attributes (access order, location hints) only
+    steer a GPU's copy engines and are not needed here."""
+    stream = resolve_stream(hstream, per_thread)
+    if count == 0 or not dsts or not srcs or not sizes:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, "count is 0 or dsts/srcs/sizes is NULL")
+    if num_attrs == 0 or not attrs or not attr_idxs or cmem.read_u64(attr_idxs) != 0:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, "attributes must be given, the first for copy 0")
+    copies = []
+    for i in range(count):
+        d, s, n = cmem.read_u64(dsts + 8 * i), cmem.read_u64(srcs + 8 * i), cmem.read_u64(sizes + 8 * i)
+        try:
+            da, sa = any_range(d, n, "destination"), any_range(s, n, "source")
+        except CudaError:
+            if fail_idx:
+                cmem.write_u64(fail_idx, i)
+            raise
+        copies.append((d, s, n, da is None or sa is None))
+    if fail_idx:
+        cmem.write_u64(fail_idx, SIZE_MAX)
+    bs = stream.begin()
+    pageable = False
+    for d, s, n, pg in copies:
+        if n:
+            bs.copy(d, s, n)
+        pageable |= pg
+    if pageable and not bs.query():
+        stream.synchronize()
+
+
+_pair("cuMemcpyBatchAsync", lambda pt, d, s, z, c, a, ai, na, fi, h:
+      _copy_batch(pt, d, s, z, c, a, ai, na, fi, h), "_ptsz")
+_pair("cuMemcpyBatchAsync_v2", lambda pt, d, s, z, c, a, ai, na, h:
+      _copy_batch(pt, d, s, z, c, a, ai, na, 0, h), "_ptsz")

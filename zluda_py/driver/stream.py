@@ -379,3 +379,31 @@ def _copy_attributes(pt, dst, src):
 _exports_pair("cuStreamGetAttribute", _get_attribute)
 _exports_pair("cuStreamSetAttribute", _set_attribute)
 _exports_pair("cuStreamCopyAttributes", _copy_attributes)
+
+
+# --- capture status: stream capture (graphs) is not implemented, so no stream is ever capturing -----------
+def _get_capture_info(pt, h, status_out, id_out, *graph_outs):
+    _info_stream(h, pt)
+    cmem.write_u32(status_out, 0, "captureStatus_out")      # CU_STREAM_CAPTURE_STATUS_NONE
+    if id_out:
+        cmem.write_u64(id_out, 0)
+    for out in graph_outs:               # graph, dependencies, [edge data,] count: all empty
+        if out:
+            cmem.write_u64(out, 0)
+
+
+_exports_pair("cuStreamGetCaptureInfo", _get_capture_info)
+_exports_pair("cuStreamGetCaptureInfo_v2", _get_capture_info)
+_exports_pair("cuStreamGetCaptureInfo_v3", _get_capture_info)
+
+_capture_mode = threading.local()
+
+
+@export("cuThreadExchangeStreamCaptureMode")
+def thread_exchange_stream_capture_mode(mode_ptr):
+    init.require_init()
+    new = cmem.read_u32(mode_ptr, "mode")
+    if new not in (0, 1, 2):      # GLOBAL, THREAD_LOCAL, RELAXED
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, f"unknown capture mode {new}")
+    cmem.write_u32(mode_ptr, getattr(_capture_mode, "mode", 0))
+    _capture_mode.mode = new
