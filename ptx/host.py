@@ -203,7 +203,14 @@ def compile_host(text: str, cache_dir=None, fma_contract=False, opt_level=3, dum
     import llvmlite.binding as llvm
 
     module = parse(text)
-    hir = build_host_ir(module, fma_contract=fma_contract)
+    try:
+        hir = build_host_ir(module, fma_contract=fma_contract)
+    except PTXError:
+        raise
+    except Exception as e:  # a code generator bug must still surface as the compiler's own error
+        from ptx.codegen.function_emitter import current_position
+        line, col = current_position()
+        raise PTXError(f"internal compiler error ({type(e).__name__}: {e})", line, col) from e
     if dump_dir:
         d = Path(dump_dir)
         d.mkdir(parents=True, exist_ok=True)

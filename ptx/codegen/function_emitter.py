@@ -27,6 +27,14 @@ FH_A, FH_RESULT, FH_PRED_IN, FH_PRED_OUT, FH_COUNT = 32, 40, 48, 52, 56
 FRAME_HEADER_BYTES = 64
 
 
+_position = [(0, 0)]
+
+
+def current_position():
+    """(line, col) of the instruction being translated, for internal error reports."""
+    return _position[0]
+
+
 def handles(*opcodes):
     def deco(fn):
         for o in opcodes:
@@ -423,6 +431,7 @@ class FunctionEmitter:
             ins = A.Instruction(ins.opcode, ins.mods, [self.normalize(o) for o in ins.operands],
                                 ins.guard, ins.pos)
         self.cur_ins = ins
+        _position[0] = (ins.pos.line, ins.pos.col)
         h = HANDLERS.get(ins.opcode)
         if h is None:
             unsupported(ins)
