@@ -642,6 +642,18 @@ static void test_memory(void) {
     CHECK(accessed[0] == 0 && accessed[1] == CU_DEVICE_INVALID && accessed[2] == CU_DEVICE_INVALID);
     EXPECT(cuMemRangeGetAttribute(&range_val, 8, CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, managed, 4096),
            CUDA_ERROR_INVALID_VALUE);
+    {
+        CUdeviceptr ptrs[2] = {managed, managed + 2048};
+        size_t lens[2] = {2048, 2048}, loc_idx = 0;
+        CUmemLocation host_loc = {CU_MEM_LOCATION_TYPE_HOST, 0};
+        OK(cuMemPrefetchBatchAsync(ptrs, lens, 2, &host_loc, &loc_idx, 1, 0, 0));
+        OK(cuMemRangeGetAttribute(&range_val, 4, CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION, managed, 4096));
+        CHECK(range_val == CU_DEVICE_CPU);
+        lens[1] = 4096; /* past the end */
+        EXPECT(cuMemPrefetchBatchAsync(ptrs, lens, 2, &host_loc, &loc_idx, 1, 0, 0), CUDA_ERROR_INVALID_VALUE);
+        lens[1] = 2048;
+        OK(cuMemDiscardBatchAsync(ptrs, lens, 2, 0, 0));
+    }
     EXPECT(cuMemAllocManaged(&managed, 16, 0), CUDA_ERROR_INVALID_VALUE);
 
     /* pointer attributes */

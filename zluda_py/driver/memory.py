@@ -389,3 +389,44 @@ def mem_range_get_attributes(data, sizes, attrs, num, ptr, count):
     for i in range(num):
         _range_attribute(cmem.read_ptr(data + 8 * i), cmem.read_u64(sizes + 8 * i),
                          cmem.read_u32(attrs + 4 * i), ptr, count)
+
+
+# --- batched prefetch / discard (CUDA 13): validated, nothing to move on a CPU ---------------------------
+def _batch_ranges(dptrs, sizes, count):
+    if count == 0 or not dptrs or not sizes:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, "count is 0 or dptrs/sizes is NULL")
+    return [_managed_range(cmem.read_u64(dptrs + 8 * i), cmem.read_u64(sizes + 8 * i)) for i in range(count)]
+
+
+def _prefetch_batch(per_thread, dptrs, sizes, count, locs, loc_idxs, num_locs, flags, hstream):
+    from zluda_py.driver.stream import resolve_stream
+    resolve_stream(hstream, per_thread)
+    allocations = _batch_ranges(dptrs, sizes, count)
+    if num_locs == 0 or not locs or not loc_idxs or cmem.read_u64(loc_idxs) != 0 or flags != 0:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, "prefetch locations must start at op 0; flags must be 0")
+    starts = [cmem.read_u64(loc_idxs + 8 * j) for j in range(num_locs)]
+    places = [_location(locs + 8 * j) for j in range(num_locs)]
+    for loc in places:
+        _check_location(loc)
+    for i, a in enumerate(allocations):
+        j = max(k for k, start in enumerate(starts) if start <= i)
+        if a is not None:
+            _advice(a)["prefetched"] = places[j]
+
+
+def _discard_batch(per_thread, dptrs, sizes, count, flags, hstream):
+    from zluda_py.driver.stream import resolve_stream
+    resolve_stream(hstream, per_thread)
+    _batch_ranges(dptrs, sizes, count)
+    if flags != 0:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, f"flags must be 0, got {flags:#x}")
+
+
+def _discard_and_prefetch_batch(per_thread, dptrs, sizes, count, locs, loc_idxs, num_locs, flags, hstream):
+    _prefetch_batch(per_thread, dptrs, sizes, count, locs, loc_idxs, num_locs, flags, hstream)
+
+
+for _name, _impl in (("cuMemPrefetchBatchAsync", _prefetch_batch), ("cuMemDiscardBatchAsync", _discard_batch),
+                     ("cuMemDiscardAndPrefetchBatchAsync", _discard_and_prefetch_batch)):
+    export(_name)(lambda *a, _f=_impl: _f(False, *a))
+    export(_name + "_ptsz")(lambda *a, _f=_impl: _f(True, *a))
