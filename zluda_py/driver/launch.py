@@ -29,10 +29,10 @@ ATTR_COOPERATIVE = 2
 ATTR_CLUSTER_DIMENSION = 4
 ATTR_PRIORITY = 8
 _ATTRIBUTE_SIZE = 72            # id (4) + pad (4) + 64-byte value union
-# Not in cuda.h: cudart passes a launch's CUresult through, and 9 is the value it turns into
-# cudaErrorInvalidConfiguration, which is what programs see on NVIDIA's stack for a bad block or grid
-# shape (checked here with nvcc 13's cudart). Driver-API callers get CUDA_ERROR_INVALID_VALUE, as
-# documented; cudart is recognised by its launching the CUkernel handle itself.
+# Not in cuda.h. Programs on NVIDIA's stack see cudaErrorInvalidConfiguration for a bad block or grid
+# shape, and nvcc 13's cudart passes cuLaunchKernel's CUresult through (1 becomes cudaErrorInvalidValue,
+# 9 becomes cudaErrorInvalidConfiguration: tried here). Driver-API callers get the documented
+# CUDA_ERROR_INVALID_VALUE; cudart is recognised by its launching the CUkernel handle itself.
 CUDART_INVALID_CONFIGURATION = 9
 _LAUNCH_CONFIG = struct.Struct("<7I4xQQI")
 
