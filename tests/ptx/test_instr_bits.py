@@ -299,7 +299,7 @@ for at in ("u32", "s32"):
 
 
 XFAIL.update({n: f"{n.split('_')[0]} is not implemented: the compiler raises PTXUnsupportedError"
-              for n in CASES if n.startswith(("bmsk", "szext", "fns"))})
+              for n in CASES if n.startswith("fns")})
 
 
 @pytest.mark.parametrize("name", K.cases(sorted(CASES), XFAIL))

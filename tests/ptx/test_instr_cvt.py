@@ -93,12 +93,6 @@ add_case("f32", "f32", ftz=True)  # cvt.ftz.f32.f32: flushes only
 add_case("f32", "f32", sat=True)  # cvt.sat.f32.f32: clamps to [0, 1]
 
 
-NAN_TO_INT_GAP = ("cvt float->int of NaN gives 0 here; the H200 gives 1 << (width-1) when the source is "
-                  "f64 or the destination is 64-bit")
-XFAIL.update({n: NAN_TO_INT_GAP for n, c in CASES.items()
-              if c[0] in INTS and c[1] in FLOATS and (c[1] == "f64" or _bits(c[0]) == 64)})
-
-
 # ---------------------------------------------------------------- inputs
 
 def _float_inputs(rng, src, dst):
