@@ -3,6 +3,7 @@ unambiguous operand types are right. Raises PTXSemanticError with line:column; n
 
 from __future__ import annotations
 
+import gc
 import re
 
 from ptx import ast
@@ -62,6 +63,9 @@ _SAME_WIDTH = frozenset(("add", "sub", "addc", "subc", "mul", "div", "rem", "and
 
 def check(module: ast.Module) -> ast.Module:
     """Run the checks; returns the module unchanged so calls can chain."""
+    # A big tree is alive and we allocate as we walk it: cyclic GC passes would rescan it again and again.
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
     try:
         _Checker(module).run()
     except PTXError:
@@ -70,6 +74,9 @@ def check(module: ast.Module) -> ast.Module:
         raise PTXSemanticError("nesting too deep") from None
     except Exception as exc:  # a checker bug must still surface as our error type
         raise PTXSemanticError(f"internal checker error ({type(exc).__name__}: {exc})") from None
+    finally:
+        if gc_was_enabled:
+            gc.enable()
     return module
 
 

@@ -485,11 +485,12 @@ def test_parse_speed_5000_lines():
 """
     text = kernel("LOOP:\n" + block * 625)
     assert text.count("\n") > 5000
-    t0 = time.perf_counter()
+    # CPU time, not wall time: the shared test machines are often oversubscribed.
+    t0 = time.process_time()
     m = ptx.parse(text)
-    elapsed = time.perf_counter() - t0
+    elapsed = time.process_time() - t0
     assert len(m.entries()[0].body) > 5000
-    assert elapsed < 1.0, f"parsing 5000 lines took {elapsed:.2f}s"
+    assert elapsed < 1.0, f"parsing and checking 5000 lines took {elapsed:.2f}s of CPU"
 
 
 # ---------------------------------------------------------------- more constructs and checks
