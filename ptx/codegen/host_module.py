@@ -306,7 +306,7 @@ def emit_kernel(func: A.Function, flat, mctx: ModuleContext, has_sync: bool, out
         if barrier_only:
             out_funcs.append(_emit_barrier_block_fn(func, sym, frame_bytes, sync_sites))
         else:
-            out_funcs.append(_emit_sync_block_fn(func, sym, frame_bytes, mctx))
+            out_funcs.append(_emit_warp_block_fn(func, sym, frame_bytes, mctx))
     return KernelInfo(func.name, f"k.{func.name}", params, param_size, static_shared, local_bytes,
                       frame_bytes, has_sync, func.directives.get("maxntid"),
                       func.directives.get("reqntid"), [p.type.name for p in func.params])
@@ -561,6 +561,115 @@ next:
   %b.next = add nuw i64 %b, 1
   %more = icmp ult i64 %b.next, %last
   br i1 %more, label %head, label %done
+done:
+  ret i32 0
+}}"""
+
+
+def _emit_warp_block_fn(func, sym, frame_bytes, mctx):
+    """Kernels with warp collectives (or bar.red): warp by warp, every runnable lane runs (the thread
+    function inlined here) until it suspends; warp_scheduler.c computes the collectives and resumes
+    the lanes; once every thread is done or at a block barrier, the barrier is released."""
+    mctx.declare("declare i32 @ptx_sched_resolve_warp(ptr, i32, i32, i32)")
+    mctx.declare("declare i32 @ptx_sched_release_barrier(ptr, i32, i32)")
+    mctx.declare("declare i32 @llvm.umin.i32(i32, i32)")
+    fb = frame_bytes
+    return f"""define i32 {sym}(ptr %L, i64 %first, i64 %last, ptr %W) {{
+entry:
+  %gxp = getelementptr i8, ptr %L, i64 {FE.L_GRID}
+  %gx = load i32, ptr %gxp
+  %gyp = getelementptr i8, ptr %L, i64 {FE.L_GRID + 4}
+  %gy = load i32, ptr %gyp
+  %bxp = getelementptr i8, ptr %L, i64 {FE.L_BLOCK}
+  %bx = load i32, ptr %bxp
+  %byp = getelementptr i8, ptr %L, i64 {FE.L_BLOCK + 4}
+  %by = load i32, ptr %byp
+  %bzp = getelementptr i8, ptr %L, i64 {FE.L_BLOCK + 8}
+  %bz = load i32, ptr %bzp
+  %scp = getelementptr i8, ptr %W, i64 {FE.W_SCRATCH}
+  %scratch = load ptr, ptr %scp
+  %bxy = mul i32 %bx, %by
+  %n = mul i32 %bxy, %bz
+  %n31 = add i32 %n, 31
+  %nwarps = lshr i32 %n31, 5
+  %gx64 = zext i32 %gx to i64
+  %gy64 = zext i32 %gy to i64
+  %ne = icmp ult i64 %first, %last
+  br i1 %ne, label %head, label %done
+head:
+  %b = phi i64 [ %first, %entry ], [ %b.next, %next ]
+  %bq = udiv i64 %b, %gx64
+  %cx64 = urem i64 %b, %gx64
+  %cy64 = urem i64 %bq, %gy64
+  %cz64 = udiv i64 %bq, %gy64
+  %cx = trunc i64 %cx64 to i32
+  %cy = trunc i64 %cy64 to i32
+  %cz = trunc i64 %cz64 to i32
+  br label %init
+init:
+  %it = phi i32 [ 0, %head ], [ %it.next, %init ]
+  %it64 = zext i32 %it to i64
+  %ioff = mul i64 %it64, {fb}
+  %ifr = getelementptr i8, ptr %scratch, i64 %ioff
+  store i64 0, ptr %ifr
+  %it.next = add nuw i32 %it, 1
+  %imore = icmp ult i32 %it.next, %n
+  br i1 %imore, label %init, label %outer
+outer:
+  br label %wloop
+wloop:
+  %w = phi i32 [ 0, %outer ], [ %w.next, %wnext ]
+  %base = shl i32 %w, 5
+  %rem = sub i32 %n, %base
+  %nl = call i32 @llvm.umin.i32(i32 %rem, i32 32)
+  br label %lanes
+lanes:
+  br label %lane
+lane:
+  %l = phi i32 [ 0, %lanes ], [ %l.next, %lane.latch ]
+  %t = add i32 %base, %l
+  %t64 = zext i32 %t to i64
+  %off = mul i64 %t64, {fb}
+  %fr = getelementptr i8, ptr %scratch, i64 %off
+  %stp = getelementptr i8, ptr %fr, i64 4
+  %state = load i32, ptr %stp
+  %runnable = icmp eq i32 %state, 0
+  br i1 %runnable, label %run, label %lane.latch
+run:
+  %tx = urem i32 %t, %bx
+  %tq = udiv i32 %t, %bx
+  %ty = urem i32 %tq, %by
+  %tz = udiv i32 %t, %bxy
+  %r = call i32 @"t.{func.name}"(ptr %L, ptr %W, ptr %fr, i32 %tx, i32 %ty, i32 %tz, i32 %cx, i32 %cy, i32 %cz, i32 -1)
+  %abort = icmp uge i32 %r, {FE.ST_ABORT_BASE}
+  br i1 %abort, label %fail, label %record
+record:
+  %newstate = add i32 %r, 1
+  store i32 %newstate, ptr %stp
+  br label %lane.latch
+lane.latch:
+  %l.next = add nuw i32 %l, 1
+  %lmore = icmp ult i32 %l.next, %nl
+  br i1 %lmore, label %lane, label %resolve
+resolve:
+  %res = call i32 @ptx_sched_resolve_warp(ptr %W, i32 %base, i32 %nl, i32 {fb})
+  %again = icmp ne i32 %res, 0
+  br i1 %again, label %lanes, label %wnext
+wnext:
+  %w.next = add nuw i32 %w, 1
+  %wmore = icmp ult i32 %w.next, %nwarps
+  br i1 %wmore, label %wloop, label %barrier
+barrier:
+  %rel = call i32 @ptx_sched_release_barrier(ptr %W, i32 %n, i32 {fb})
+  %released = icmp ne i32 %rel, 0
+  br i1 %released, label %outer, label %next
+next:
+  %b.next = add nuw i64 %b, 1
+  %more = icmp ult i64 %b.next, %last
+  br i1 %more, label %head, label %done
+fail:
+  %code = sub i32 %r, {FE.ST_ABORT_BASE}
+  ret i32 %code
 done:
   ret i32 0
 }}"""

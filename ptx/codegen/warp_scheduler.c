@@ -132,6 +132,51 @@ static inline void run_thread(thread_fn fn, const ptx_launch *L, ptx_worker *W, 
     else { h->state = DONE; *abort_code = r - ST_ABORT; }
 }
 
+/* Resolve every warp collective the lanes [base, base+nl) wait at, once no lane of the warp can run;
+   returns how many lanes were resumed (0: none waits at a collective). */
+uint32_t ptx_sched_resolve_warp(ptx_worker *W, uint32_t base, uint32_t nl, uint32_t fb) {
+    uint32_t pending = 0, resumed = 0;
+    for (uint32_t l = 0; l < nl; l++) {
+        uint32_t st = hdr(W, base + l, fb)->state;
+        if (st == RUN) return 0;
+        if (st == AT_WARP) pending |= 1u << l;
+    }
+    while (pending) {
+        uint32_t first = __builtin_ctz(pending);
+        uint32_t site = hdr(W, base + first, fb)->site, group = 0;
+        for (uint32_t l = first; l < nl; l++)
+            if ((pending >> l & 1) && hdr(W, base + l, fb)->site == site) group |= 1u << l;
+        resolve_group(W, base, nl, fb, group);
+        for (uint32_t l = 0; l < nl; l++)
+            if (group >> l & 1) { hdr(W, base + l, fb)->state = RUN; resumed++; }
+        pending &= ~group;
+    }
+    return resumed;
+}
+
+/* Every thread is done or waits at a block barrier: release them (with the bar.red results).
+   Returns 0 when no thread waits (the block is finished). */
+uint32_t ptx_sched_release_barrier(ptx_worker *W, uint32_t n, uint32_t fb) {
+    uint32_t waiting = 0, popc = 0, any = 0, all = 1;
+    for (uint32_t t = 0; t < n; t++) {
+        frame_header *h = hdr(W, t, fb);
+        if (h->state == AT_BAR) {
+            waiting++;
+            if (h->pred_in) { popc++; any = 1; } else all = 0;
+        }
+    }
+    if (!waiting) return 0;
+    for (uint32_t t = 0; t < n; t++) {
+        frame_header *h = hdr(W, t, fb);
+        if (h->state == AT_BAR) {
+            h->state = RUN;
+            h->result = popc;
+            h->pred_out = (h->mode == 2) ? all : any;
+        }
+    }
+    return waiting;
+}
+
 int32_t ptx_sched_block(thread_fn fn, const ptx_launch *L, ptx_worker *W, uint32_t cx, uint32_t cy,
                         uint32_t cz, uint32_t fb) {
     uint32_t n = L->block[0] * L->block[1] * L->block[2];
