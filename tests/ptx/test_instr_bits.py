@@ -2,6 +2,7 @@
 bfe/bfi/bfind, prmt in every mode, fns, dp4a/dp2a) against Python references of the PTX ISA pseudocode.
 References checked on an NVIDIA H200 (driver 580, PTX JIT for sm_86), 2026-11-29: every test here passed
 with PTXKIT_BACKEND=cuda (see ptxkit.py); the corrections that hardware forced are noted where they apply.
+Written after the hardware runs, so not run there: rotl_imm_*/rotr_clamp_imm_* (shf with immediate counts).
 """
 
 import numpy as np

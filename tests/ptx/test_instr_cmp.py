@@ -3,6 +3,7 @@ form p|q and the .and/.or/.xor combine with a (negated) predicate; set (integer 
 selp and slct.
 References checked on an NVIDIA H200 (driver 580, PTX JIT for sm_86), 2026-11-29: every test here passed
 with PTXKIT_BACKEND=cuda (see ptxkit.py); the corrections that hardware forced are noted where they apply.
+Written after the hardware runs, so not run there: test_guarded_instructions.
 """
 
 import math

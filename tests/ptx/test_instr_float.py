@@ -3,6 +3,7 @@ and .full forms within their error bounds, min/max (NaN and signed-zero rules), 
 References are exact: rationals rounded to the format in the requested direction.
 References checked on an NVIDIA H200 (driver 580, PTX JIT for sm_86), 2026-11-29: every test here passed
 with PTXKIT_BACKEND=cuda (see ptxkit.py); the corrections that hardware forced are noted where they apply.
+Written after the hardware runs, so not run there: test_float_immediates.
 """
 
 import math

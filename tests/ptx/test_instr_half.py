@@ -2,6 +2,7 @@
 neg/abs, setp (incl. the two-predicate x2 form), and the f16 approximations; exact references.
 References checked on an NVIDIA H200 (driver 580, PTX JIT for sm_86), 2026-11-29: every test here passed
 with PTXKIT_BACKEND=cuda (see ptxkit.py); the corrections that hardware forced are noted where they apply.
+Written after the hardware runs, so not run there: bf16 add/sub/mul (the sm_90 module) and test_mov_unpack_pack_halves.
 """
 
 import math

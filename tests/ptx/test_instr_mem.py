@@ -3,6 +3,7 @@ ldu), shared (static and dynamic), local, const and module .global variables wit
 params of each scalar type, generic addressing through cvta.
 References checked on an NVIDIA H200 (driver 580, PTX JIT for sm_86), 2026-11-29: every test here passed
 with PTXKIT_BACKEND=cuda (see ptxkit.py); the corrections that hardware forced are noted where they apply.
+Written after the hardware runs, so not run there: the .nc/ldu/.ca vector loads and test_static_and_dynamic_shared_do_not_overlap.
 """
 
 import numpy as np
@@ -401,3 +402,41 @@ def test_isspacep_prefetch_fences(rng):
     a = K.rand_ints(rng, "u32", N)
     (got,) = K.run_elementwise(KS, "spaces", [a], ["u32"], rng)
     K.check_equal(got, np.full(N, 1 | 16 | 256, np.uint32), [a], "isspacep matrix")
+
+
+KS.add("static_and_dynamic_shared", """
+.extern .shared .align 8 .b8 dyn2[];
+.visible .entry static_and_dynamic_shared(.param .u64 out)
+{
+.reg .u32 %t, %nt, %r, %a, %b;
+.reg .u64 %s, %d, %off, %p;
+.shared .align 4 .u32 stat2[64];
+mov.u32 %t, %tid.x; mov.u32 %nt, %ntid.x;
+mul.wide.u32 %off, %t, 4;
+mov.u64 %s, stat2; add.u64 %s, %s, %off;
+mov.u64 %d, dyn2; add.u64 %d, %d, %off;
+add.u32 %a, %t, 1000;
+add.u32 %b, %t, 2000;
+st.shared.u32 [%s], %a;
+st.shared.u32 [%d], %b;
+bar.sync 0;
+sub.u32 %r, %nt, 1; sub.u32 %r, %r, %t;
+mul.wide.u32 %off, %r, 4;
+mov.u64 %s, stat2; add.u64 %s, %s, %off;
+mov.u64 %d, dyn2; add.u64 %d, %d, %off;
+ld.shared.u32 %a, [%s];
+ld.shared.u32 %b, [%d];
+ld.param.u64 %p, [out]; cvta.to.global.u64 %p, %p;
+mul.wide.u32 %off, %t, 8; add.u64 %p, %p, %off;
+st.global.v2.u32 [%p], {%a, %b};
+ret;
+}
+""")
+
+
+def test_static_and_dynamic_shared_do_not_overlap(rng):
+    out = K.poison((64, 2), np.uint32, rng)
+    K.launch(KS.kernel("static_and_dynamic_shared"), 2, 64, [out], shared_bytes=64 * 4)
+    rev = 63 - np.arange(64)
+    K.check_equal(out[:, 0], rev + 1000, [], "static shared")
+    K.check_equal(out[:, 1], rev + 2000, [], "dynamic shared")

@@ -3,6 +3,7 @@ segment operand c and the predicate output, full and partial member masks; vote.
 activemask; match.any/all (b32, b64); redux.sync; bar.warp.sync; a block size that leaves a partial warp.
 References checked on an NVIDIA H200 (driver 580, PTX JIT for sm_86), 2026-11-29: every test here passed
 with PTXKIT_BACKEND=cuda (see ptxkit.py); the corrections that hardware forced are noted where they apply.
+Written after the hardware runs, so not run there: test_warp_reduction_loops and test_warps_of_a_2d_block.
 """
 
 import numpy as np
@@ -358,3 +359,43 @@ def test_warp_reduction_loops(rng):
     (m,) = K.run_elementwise(KS, "warp_max_bfly", [f], ["f32"], rng, block=BLOCK)
     K.check_equal(m.view(np.uint32), np.repeat(f.reshape(WARPS, 32).max(axis=1), 32).view(np.uint32), [f],
                   "warp max")
+
+
+# ---------------------------------------------------------------- warps of a 2-D block
+
+KS.add("warp_2d", """
+.visible .entry warp_2d(.param .u64 out)
+{
+.reg .u32 %tx, %ty, %nx, %lin, %lane, %v, %w, %ball;
+.reg .u64 %p, %off;
+.reg .pred %odd;
+mov.u32 %tx, %tid.x; mov.u32 %ty, %tid.y; mov.u32 %nx, %ntid.x;
+mad.lo.u32 %lin, %ty, %nx, %tx;
+mov.u32 %lane, %laneid;
+shl.b32 %v, %ty, 16;
+or.b32 %v, %v, %tx;
+shfl.sync.idx.b32 %w, %v, 0, 0x1f, 0xffffffff;
+and.b32 %ball, %ty, 1;
+setp.eq.u32 %odd, %ball, 1;
+vote.sync.ballot.b32 %ball, %odd, 0xffffffff;
+ld.param.u64 %p, [out]; cvta.to.global.u64 %p, %p;
+mul.wide.u32 %off, %lin, 12; add.u64 %p, %p, %off;
+st.global.u32 [%p], %lane;
+st.global.u32 [%p+4], %w;
+st.global.u32 [%p+8], %ball;
+ret;
+}
+""")
+
+
+def test_warps_of_a_2d_block(rng):
+    """Warps are formed from the linear thread id (x fastest): with a 16x4 block, warp 0 holds rows 0-1."""
+    out = K.poison((64, 3), np.uint32, rng)
+    K.launch(KS.kernel("warp_2d"), 1, (16, 4, 1), [out])
+    lin = np.arange(64)
+    tx, ty = lin % 16, lin // 16
+    first = (lin // 32) * 32
+    K.check_equal(out[:, 0], lin % 32, [], "%laneid")
+    K.check_equal(out[:, 1], ((first // 16) << 16) | (first % 16), [], "shfl.idx from lane 0")
+    ball = np.array([sum(1 << k for k in range(32) if ((w * 32 + k) // 16) & 1) for w in range(2)])
+    K.check_equal(out[:, 2], ball[lin // 32], [], "ballot of odd rows")
