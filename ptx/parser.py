@@ -79,6 +79,8 @@ def _split_word(text: str):
 
 
 class Parser:
+    """One pass over a token list (ending in EOF); `module()` returns the tree."""
+
     def __init__(self, toks):
         self.toks = toks
         self.i = 0
