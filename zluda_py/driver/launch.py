@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import struct
 
-from zluda_py import cmem, handles
+from zluda_py import cmem
 from zluda_py.dispatch import export
 from zluda_py.driver import context as ctxmod
 from zluda_py.driver import init
 from zluda_py.driver import stream as streammod
 from zluda_py.driver.device import device_props
-from zluda_py.driver.library import Kernel
 from zluda_py.driver.module import Function, get_function
 from zluda_py.errors import (CudaError, CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE, CUDA_ERROR_INVALID_VALUE,
                              CUDA_ERROR_INVALID_CONTEXT)
@@ -29,11 +28,6 @@ ATTR_COOPERATIVE = 2
 ATTR_CLUSTER_DIMENSION = 4
 ATTR_PRIORITY = 8
 _ATTRIBUTE_SIZE = 72            # id (4) + pad (4) + 64-byte value union
-# Not in cuda.h. Programs on NVIDIA's stack see cudaErrorInvalidConfiguration for a bad block or grid
-# shape, and nvcc 13's cudart passes cuLaunchKernel's CUresult through (1 becomes cudaErrorInvalidValue,
-# 9 becomes cudaErrorInvalidConfiguration: tried here). Driver-API callers get the documented
-# CUDA_ERROR_INVALID_VALUE; cudart is recognised by its launching the CUkernel handle itself.
-CUDART_INVALID_CONFIGURATION = 9
 _LAUNCH_CONFIG = struct.Struct("<7I4xQQI")
 
 
@@ -117,9 +111,9 @@ def launch(hfunc, grid, block, shared, hstream, kernel_params, extra, per_thread
         if f.module.ctx.destroyed or f.module.ctx.device != ctx.device:
             raise CudaError(CUDA_ERROR_INVALID_CONTEXT, f"{f.name} was loaded in another context")
     grid, block = tuple(grid), tuple(block)
-    by_cudart = isinstance(handles.lookup(hfunc), Kernel)
-    check_configuration(f, grid, block, shared,
-                        CUDART_INVALID_CONFIGURATION if by_cudart else CUDA_ERROR_INVALID_VALUE)
+    # A bad shape is CUDA_ERROR_INVALID_VALUE for every caller: on an H200 with CUDA 13.0, cudart programs
+    # see cudaErrorInvalidValue for oversized, zero and out-of-range blocks and grids (samples/error_paths).
+    check_configuration(f, grid, block, shared, CUDA_ERROR_INVALID_VALUE)
     if kernel_params and extra:
         raise CudaError(CUDA_ERROR_INVALID_VALUE, "both kernelParams and extra are given")
     params = pack_extra(f, extra) if extra else pack_kernel_params(f, kernel_params)
