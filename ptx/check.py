@@ -18,7 +18,7 @@ dynamic_smem_size reserved_smem_offset_begin reserved_smem_offset_end reserved_s
 reserved_smem_offset_2 cluster_ctarank cluster_nctarank is_explicit_cluster current_graph_exec
 locality_domain_id
 """.split())
-_SPECIAL_RE = re.compile(r"%(?:(?:" + "|".join(_SPECIAL_VECTOR) + r")(?:\.[xyz])?|envreg(?:[0-9]|[12][0-9]|3[01])"
+_SPECIAL_RE = re.compile(r"%(?:(?:" + "|".join(_SPECIAL_VECTOR) + r")(?:\.[xyzw])?|envreg(?:[0-9]|[12][0-9]|3[01])"
                          r"|pm[0-7](?:_64)?|" + "|".join(sorted(_SPECIAL_SCALAR)) + r")\Z")
 _SPECIAL_64 = frozenset(("%clock64", "%globaltimer", "%gridid", "%current_graph_exec"))
 _VEC_COMPONENT = re.compile(r"(.*)\.([xyzwrgba])\Z")
