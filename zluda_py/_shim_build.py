@@ -1,7 +1,7 @@
-"""Builds the shim, libcuda.so.1 (cffi embedding mode): one C stub per exported symbol, generated from
-cuda_decls.json, each packing its arguments and calling the Python dispatcher. Rebuilds only on change.
+"""Builds the shim, libcuda.so.1 (cffi embedding mode): one C entry point per exported symbol, generated
+from cuda_decls.json, each handing its arguments to the Python dispatcher. Rebuilds only on change.
 
-    python3 -m zluda_py._shim_build [--force] [--out DIR]
+    python3 -m zluda_py._shim_build [--force] [--out DIR [--src DIR]]
 """
 
 import fcntl
@@ -21,7 +21,7 @@ MODULE_NAME = "_zluda_shim"
 CUDA_ERROR_UNKNOWN = 999
 CUDA_ERROR_SHARED_OBJECT_INIT_FAILED = 303
 
-# C type of each abi class in the stubs' prototypes, and how the value lands in the uint64_t slot.
+# C type of each abi class in the entry points' prototypes (the exact ABI of NVIDIA's declarations).
 _C_TYPE = {"i8": "int8_t", "i16": "int16_t", "i32": "int32_t", "i64": "int64_t",
            "u8": "uint8_t", "u16": "uint16_t", "u32": "uint32_t", "u64": "uint64_t",
            "ptr": "void *", "f32": "float", "f64": "double"}
@@ -99,7 +99,7 @@ def signatures(decls):
 
 def generate_c(decls) -> str:
     funcs = decls["functions"]
-    out = ["#include <stdint.h>", "#include <string.h>", '#include "zluda_shim.h"', ""]
+    out = ["#include <stdint.h>", '#include "zluda_shim.h"', ""]
     out.extend(_extern_decl(sig) + ";" for sig in signatures(decls))
     sizes = sorted({int(p["abi"][7:]) for f in funcs for p in f["params"] if p["abi"].startswith("struct:")})
     for n in sizes:
@@ -111,7 +111,7 @@ def generate_c(decls) -> str:
         passed = "".join(", " + _pass(p["abi"], n) for p, n in zip(f["params"], names))
         out.append(f"int {f['name']}({decl}) {{")
         out.append("    if (__builtin_expect(zluda_shim_disabled, 0))")
-        out.append("        return 303;")
+        out.append(f"        return {CUDA_ERROR_SHARED_OBJECT_INIT_FAILED};")
         out.append(f"    return {extern_name(signature(f['params']))}({fid}{passed});")
         out.append("}")
     out.append(f"static void *const zluda_fn_table[{len(funcs)}] = {{")
