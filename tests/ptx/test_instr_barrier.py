@@ -2,6 +2,7 @@
 barriers with bar.arrive (producer/consumer), and threads that exit before a barrier releasing it.
 References checked on an NVIDIA H200 (driver 580, PTX JIT for sm_86), 2026-11-29: every test here passed
 with PTXKIT_BACKEND=cuda (see ptxkit.py); the corrections that hardware forced are noted where they apply.
+Written after the hardware runs, so not run there: test_values_live_across_barriers.
 """
 
 import numpy as np
@@ -191,3 +192,81 @@ def test_exit_releases_barrier(live, rng):
         v = v + np.roll(v, -1)
     K.check_equal(dst[:live], (v & 0xFFFFFFFF).astype(np.uint32), [src], "live threads")
     K.check_equal(dst[live:], before[live:], [], "exited threads wrote nothing")
+
+
+# ---------------------------------------------------------------- many values live across barriers
+
+_K = 16
+_vals = "\n".join(f"mad.lo.u32 %v{k}, %a, {2 * k + 3}, {k * 977};" for k in range(_K))
+_fold = "\n".join(f"mul.lo.u32 %h, %h, 31;\nadd.u32 %h, %h, %v{k};" for k in range(_K))
+KS.add("live_across_barriers", f"""
+.visible .entry live_across_barriers(.param .u64 src, .param .u64 out)
+{{
+.reg .u32 %t, %a, %h, %r, %n, {", ".join(f"%v{k}" for k in range(_K))};
+.reg .f32 %f0, %f1;
+.reg .f64 %g0;
+.reg .u64 %p, %off, %w;
+.reg .pred %odd, %more;
+.shared .align 4 .u32 scratch[256];
+mov.u32 %t, %tid.x;
+ld.param.u64 %p, [src]; cvta.to.global.u64 %p, %p;
+mul.wide.u32 %off, %t, 4; add.u64 %p, %p, %off;
+ld.global.u32 %a, [%p];
+{_vals}
+cvt.rn.f32.u32 %f0, %a;
+mul.rn.f32 %f1, %f0, 0f3F000000;
+cvt.f64.f32 %g0, %f1;
+mul.wide.u32 %w, %a, %a;
+and.b32 %r, %a, 1;
+setp.eq.u32 %odd, %r, 1;
+mov.u32 %n, 0;
+$LOOP:
+mov.u64 %p, scratch; add.u64 %p, %p, %off;
+st.shared.u32 [%p], %n;
+bar.sync 0;
+add.u32 %v0, %v0, %n;
+@%odd add.u32 %v1, %v1, 1;
+add.rn.f32 %f1, %f1, 0f3F800000;
+bar.sync 0;
+add.u32 %n, %n, 1;
+setp.lt.u32 %more, %n, 3;
+@%more bra $LOOP;
+mov.u32 %h, 0;
+{_fold}
+ld.param.u64 %p, [out]; cvta.to.global.u64 %p, %p;
+mul.wide.u32 %off, %t, 32; add.u64 %p, %p, %off;
+st.global.u32 [%p], %h;
+st.global.f32 [%p+4], %f1;
+st.global.f64 [%p+8], %g0;
+st.global.u64 [%p+16], %w;
+selp.u32 %r, 1, 0, %odd;
+st.global.u32 [%p+24], %r;
+ret;
+}}
+""")
+
+
+@pytest.mark.parametrize("block", [64, 256])
+def test_values_live_across_barriers(block, rng):
+    """Sixteen integers, floats, a double, a 64-bit product and a predicate computed before a barrier
+    loop must all survive it (the CPU backend saves them per thread between barrier regions)."""
+    a = rng.integers(0, 1 << 16, block).astype(np.uint32)
+    out = K.poison((block, 8), np.uint32, rng)
+    K.launch(KS.kernel("live_across_barriers"), 1, block, [a, out])
+    odd = (a & 1) == 1
+    v = [(a.astype(np.uint64) * (2 * k + 3) + k * 977) & 0xFFFFFFFF for k in range(_K)]
+    v[0] = (v[0] + 0 + 1 + 2) & 0xFFFFFFFF
+    v[1] = (v[1] + np.where(odd, np.uint64(3), np.uint64(0))) & 0xFFFFFFFF
+    h = np.zeros(block, np.uint64)
+    for k in range(_K):
+        h = (h * 31 + v[k]) & 0xFFFFFFFF
+    f1 = a.astype(np.float32) * np.float32(0.5)
+    g0 = f1.astype(np.float64)
+    for _ in range(3):
+        f1 = (f1 + np.float32(1.0)).astype(np.float32)
+    K.check_equal(out[:, 0], h.astype(np.uint32), [a], "integers")
+    K.check_equal(out[:, 1], f1.view(np.uint32), [a], "f32")
+    K.check_equal(np.ascontiguousarray(out[:, 2:4]).view(np.float64)[:, 0].view(np.uint64), g0.view(np.uint64),
+                  [a], "f64")
+    K.check_equal(np.ascontiguousarray(out[:, 4:6]).view(np.uint64)[:, 0], a.astype(np.uint64) ** 2, [a], "u64")
+    K.check_equal(out[:, 6], odd.astype(np.uint32), [a], "predicate")
