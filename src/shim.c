@@ -46,6 +46,14 @@ static int host_python_mismatch(void)
     return 1;
 }
 
+/* C++ thread-local destructors (cuda.core's context handles) and other exit-time code may call the driver
+ * after the host interpreter is gone; entering Python then dereferences a freed interpreter. From the end
+ * of Py_FinalizeEx on, every call fails without touching Python. */
+static void host_python_finalized(void)
+{
+    zluda_shim_disabled = 1;
+}
+
 __attribute__((constructor)) static void zluda_shim_loaded(void)
 {
     host_is_python = Py_IsInitialized();
@@ -53,6 +61,8 @@ __attribute__((constructor)) static void zluda_shim_loaded(void)
         zluda_shim_disabled = 1;
         return;
     }
+    if (host_is_python)
+        Py_AtExit(host_python_finalized);
     dl_iterate_phdr(promote_libpython, NULL);
 }
 
