@@ -15,7 +15,19 @@ import numpy as np
 
 from ptx.errors import KernelFault, PTXError, PTXUnsupportedError
 
-COMPILER_VERSION = "host-1"
+def _compiler_version():
+    """A hash of the compiler's own sources: cached objects from another compiler build never match."""
+    h = hashlib.sha256(b"host-2")
+    root = Path(__file__).resolve().parent
+    for sub in ("", "codegen", "passes", "runtime"):
+        for p in sorted((root / sub).glob("*")):
+            if p.suffix in (".py", ".c", ".h"):
+                h.update(p.name.encode())
+                h.update(p.read_bytes())
+    return h.hexdigest()[:16]
+
+
+COMPILER_VERSION = _compiler_version()
 _llvm_lock = threading.RLock()
 _llvm_ready = False
 _target_machine = None

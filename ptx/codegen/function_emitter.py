@@ -16,7 +16,7 @@ LLVM_BITS = {"i1": 1, "i8": 8, "i16": 16, "i32": 32, "i64": 64, "i128": 128, "ha
 FLOAT_LLVM = frozenset({"half", "bfloat", "float", "double"})
 
 # ptx_launch / ptx_worker field offsets (ptxrt.h)
-L_PARAMS, L_GRID, L_BLOCK, L_DYN_SHARED, L_STATIC_SHARED = 0, 8, 20, 32, 36
+L_PARAMS, L_GRID, L_BLOCK, L_DYN_SHARED, L_STATIC_SHARED, L_GRID_WORKSPACE = 0, 8, 20, 32, 36, 48
 W_SHARED, W_SCRATCH, W_WORKER_ID = 0, 8, 24
 
 # thread-function status codes (see ptx/codegen/warp_scheduler.c)
@@ -391,6 +391,13 @@ class FunctionEmitter:
             a = self.load_L_u32(L_DYN_SHARED)
             b = self.load_L_u32(L_STATIC_SHARED)
             return f.op(f"add i32 {a}, {b}"), "i32"
+        if name in ("%envreg1", "%envreg2"):
+            # the cooperative-launch grid workspace (ptxrt.h): envreg1 high, envreg2 low 32 bits
+            pp = self.invariant(("Lp", L_GRID_WORKSPACE), lambda: f"getelementptr i8, ptr {self.L}, i64 {L_GRID_WORKSPACE}")
+            ws = self.invariant(("ws",), lambda: f"load i64, ptr {pp}, align 8")
+            if name == "%envreg1":
+                ws = f.op(f"lshr i64 {ws}, 32")
+            return f.op(f"trunc i64 {ws} to i32"), "i32"
         if name.startswith("%envreg"):
             return "0", "i32"
         if name.startswith("%"):

@@ -15,10 +15,37 @@ def _label_of(em, op):
     semantic(em.cur_ins, "branch target is not a label")
 
 
+SPIN_ORDERS = frozenset({"acquire", "volatile", "relaxed", "sc"})
+
+
+def _is_spin_read(st):
+    if not isinstance(st, A.Instruction):
+        return False
+    if st.opcode in ("atom", "red"):
+        return True
+    return st.opcode in ("ld", "ldu") and bool(SPIN_ORDERS & set(st.mods))
+
+
+def _backward_spin(em, ins):
+    """A backward branch over a loop that reads memory other blocks write (acquire/volatile/relaxed
+    loads, atomics): a spin-wait, which must let the runtime run the other blocks (ptxrt.h)."""
+    name = getattr(ins.operands[0], "name", None)
+    labels = getattr(em, "_label_index", None)
+    if labels is None:
+        labels = em._label_index = {st.name: i for i, st in enumerate(em.flat.body)
+                                    if isinstance(st, A.Label)}
+    start = labels.get(name)
+    if start is None or start > em.cur_index:
+        return False
+    return any(_is_spin_read(st) for st in em.flat.body[start:em.cur_index])
+
+
 @handles("bra")
 def op_bra(em, ins):
     f = em.f
     target = _label_of(em, ins.operands[0])
+    if _backward_spin(em, ins):
+        em.call("ptx_rt_yield", "void", [("ptr", em.W)])
     if ins.guard:
         g = em.read(A.Reg(ins.guard[0], ins.pos), "pred")
         fall = f.new_label("fall")
