@@ -2,6 +2,7 @@
 %clock/%clock64 (monotonic), %globaltimer, %smid/%nsmid, %dynamic_smem_size.
 References checked on an NVIDIA H200 (driver 580, PTX JIT for sm_86), 2026-11-29: every test here passed
 with PTXKIT_BACKEND=cuda (see ptxkit.py); the corrections that hardware forced are noted where they apply.
+Written after the hardware runs, so not run there: test_grid_wider_than_16_bits.
 """
 
 import numpy as np
@@ -125,3 +126,17 @@ def test_clocks_are_monotonic(rng):
     for _ in range(20000):
         acc = (acc * 6364136223846793005 + 1442695040888963407) & (2 ** 64 - 1)
     assert (out[:, 5] == acc).all(), "the spin loop computed what it should"
+
+
+KS.add("big_grid", K.elementwise("big_grid", "mov.u32 %d, %cx;\nmov.u32 %q, %nctaid.x;", [("a", "u8")],
+                                 [("d", "u32"), ("q", "u32")]))
+
+
+def test_grid_wider_than_16_bits(rng):
+    """%ctaid.x goes past 65535 (grid x may reach 2^31-1)."""
+    blocks, block = 70001, 2
+    n = blocks * block
+    a = np.zeros(n, np.uint8)
+    cta, ncta = K.run_elementwise(KS, "big_grid", [a], ["u32", "u32"], rng, block=block)
+    K.check_equal(cta, np.arange(n, dtype=np.uint32) // block, [], "%ctaid.x")
+    K.check_equal(ncta, np.full(n, blocks, np.uint32), [], "%nctaid.x")
