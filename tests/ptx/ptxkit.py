@@ -179,6 +179,8 @@ class _CudaKernel:
                                                        ctypes.c_size_t(a.nbytes)), "htod")
                 bufs.append((a, dptr))
                 holder = ctypes.c_uint64(dptr.value)
+            elif isinstance(a, (bytes, bytearray)):
+                holder = ctypes.create_string_buffer(bytes(a), size)
             else:
                 if isinstance(a, (float, np.floating)):
                     raw = np.array([a], dtype=np.float32 if size == 4 else np.float64).tobytes()
@@ -221,7 +223,8 @@ class _CudaModule:
         m = re.search(r"\.entry\s+" + re.escape(name) + r"\s*\((.*?)\)", self.text, re.S)
         sizes = []
         for p in (m.group(1).split(",") if m and m.group(1).strip() else []):
-            pm = re.search(r"\.param\s+(?:\.align\s+\d+\s+)?\.(\w+)\s+\w+(?:\[(\d+)\])?", p)
+            pm = re.search(r"\.param\s+(?:\.align\s+\d+\s+)?\.(\w+)\s+(?:\.ptr(?:\.\w+)*(?:\s+\d+)?\s+)?\w+"
+                           r"(?:\[(\d+)\])?", p)
             sizes.append(_PARAM_SIZE[pm.group(1)] * (int(pm.group(2)) if pm.group(2) else 1))
         return _CudaKernel(self.be, fn, sizes)
 

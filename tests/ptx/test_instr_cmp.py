@@ -3,7 +3,7 @@ form p|q and the .and/.or/.xor combine with a (negated) predicate; set (integer 
 selp and slct.
 References checked on an NVIDIA H200 (driver 580, PTX JIT for sm_86), 2026-11-29: every test here passed
 with PTXKIT_BACKEND=cuda (see ptxkit.py); the corrections that hardware forced are noted where they apply.
-Written after the hardware runs, so not run there: test_guarded_instructions.
+Written after the hardware runs, so not run there: test_guarded_instructions, test_selp_float_immediates.
 """
 
 import math
@@ -225,3 +225,16 @@ def test_guarded_instructions(rng):
     (got,) = K.run_elementwise(KS, "guarded", [a, b, e, c], ["u32"], rng)
     K.check_equal(got, np.where(c == 1, a, b + np.uint32(1)).astype(np.uint32), [a, b, c], "guarded mov/add")
     K.check_equal(e, np.where(c == 1, b, e0).astype(np.uint32), [b, e0, c], "guarded store")
+
+
+KS.add("selp_float_imm", K.elementwise("selp_float_imm", """
+selp.f32 %d, 0f3FC00000, 0fC0200000, %c;
+selp.f64 %q, 0d7FF0000000000000, 0d8000000000000000, %c;
+""", [("c", "pred")], [("d", "f32"), ("q", "f64")]))
+
+
+def test_selp_float_immediates(rng):
+    c = rng.integers(0, 2, N).astype(np.uint8)
+    d, q = K.run_elementwise(KS, "selp_float_imm", [c], ["f32", "f64"], rng)
+    K.check_float(d, np.where(c == 1, 1.5, -2.5).astype(np.float32), "f32", [c], "selp.f32 imm")
+    K.check_float(q, np.where(c == 1, np.inf, -0.0), "f64", [c], "selp.f64 imm")

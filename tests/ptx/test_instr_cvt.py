@@ -3,7 +3,8 @@
 and widening, same-type rounding to integral, .relu, and f16x2/bf16x2 packing.
 References checked on an NVIDIA H200 (driver 580, PTX JIT for sm_86), 2026-11-29: every test here passed
 with PTXKIT_BACKEND=cuda (see ptxkit.py); the corrections that hardware forced are noted where they apply.
-Written after the hardware runs, so not run there: test_cvt_rna_tf32.
+Written after the hardware runs, so not run there: test_cvt_rna_tf32, test_cvt_satfinite and the
+redundant-.sat float->int cases.
 """
 
 import math
@@ -90,6 +91,9 @@ for tn in ("f32", "f64"):
         add_case(tn, tn, r)
         if tn == "f32":
             add_case(tn, tn, r, ftz=True)
+for dst, src, r in (("s8", "f32", "rzi"), ("u16", "f64", "rni"), ("s32", "f32", "rmi"), ("u64", "f32", "rpi"),
+                    ("u32", "f16", "rzi")):
+    add_case(dst, src, r, sat=True)  # .sat is redundant for float -> int: same results
 add_case("f32", "f32", ftz=True)  # cvt.ftz.f32.f32: flushes only
 add_case("f32", "f32", sat=True)  # cvt.sat.f32.f32: clamps to [0, 1]
 
@@ -256,3 +260,32 @@ def test_cvt_rna_tf32(name, rng):
     (got,) = K.run_elementwise(KS, name, [x], ["b32"], rng)
     want = np.array([K.round_fraction(Fraction(float(v)), "tf32", "rna") for v in x.tolist()], np.float32)
     K.check_equal(got, want.view(np.uint32), [x], "cvt.rna.tf32.f32")
+
+
+# ---------------------------------------------------------------- .satfinite narrowing (PTX 8.1)
+
+SATFINITE = {}
+for dst in ("f16", "bf16"):
+    name = K.kname("cvt_rn_satfinite", dst, "f32")
+    KS.add(name, K.elementwise(name, f"cvt.rn.satfinite.{dst}.f32 %d, %a;", [("a", "f32")], [("d", dst)]))
+    SATFINITE[name] = dst
+    XFAIL[name] = f"cvt.rn.satfinite.{dst}.f32 is not implemented: the compiler raises PTXUnsupportedError"
+
+
+@pytest.mark.parametrize("name", K.cases(sorted(SATFINITE), XFAIL))
+def test_cvt_satfinite(name, rng):
+    """Overflow and infinities clamp to the largest finite value of the sign; NaN stays NaN
+    (written after the H200 runs)."""
+    dst = SATFINITE[name]
+    x = K.bits_to_float(K.rand_float_bits(rng, "f32", N), "f32").astype(np.float32)
+    x[:4] = [np.inf, -np.inf, 1e6, -7e38 if dst == "f16" else -3.4e38]
+    (got,) = K.run_elementwise(KS, name, [x], [dst], rng)
+    big = float(K._max_finite(dst))
+    want = []
+    for v in x.astype(np.float64).tolist():
+        if math.isnan(v) or v == 0:
+            want.append(v)
+            continue
+        r = K.round_fraction(Fraction(v), dst, "rn") if math.isfinite(v) else v
+        want.append(math.copysign(big, r) if math.isinf(r) else r)
+    K.check_float(got, K.float_to_bits(want, dst), dst, [x], name)

@@ -3,7 +3,8 @@ ldu), shared (static and dynamic), local, const and module .global variables wit
 params of each scalar type, generic addressing through cvta.
 References checked on an NVIDIA H200 (driver 580, PTX JIT for sm_86), 2026-11-29: every test here passed
 with PTXKIT_BACKEND=cuda (see ptxkit.py); the corrections that hardware forced are noted where they apply.
-Written after the hardware runs, so not run there: the .nc/ldu/.ca vector loads and test_static_and_dynamic_shared_do_not_overlap.
+Written after the hardware runs, so not run there: the .nc/ldu/.ca vector loads, test_static_and_dynamic_shared_do_not_overlap,
+test_narrow_loads_extend_into_wide_registers and test_struct_param_by_value.
 """
 
 import numpy as np
@@ -440,3 +441,88 @@ def test_static_and_dynamic_shared_do_not_overlap(rng):
     rev = 63 - np.arange(64)
     K.check_equal(out[:, 0], rev + 1000, [], "static shared")
     K.check_equal(out[:, 1], rev + 2000, [], "dynamic shared")
+
+
+# ---------------------------------------------------------------- widths: narrow loads into wide registers
+
+KS.add("widen_loads", """
+.visible .entry widen_loads(.param .u64 .ptr.global.align 1 src, .param .u64 .ptr.global.align 16 dst)
+{
+.reg .u32 %t, %r0, %r1, %r3;
+.reg .u64 %p, %q, %off, %x2, %x4;
+mov.u32 %t, %tid.x;
+ld.param.u64 %p, [src]; cvta.to.global.u64 %p, %p;
+mul.wide.u32 %off, %t, 2; add.u64 %p, %p, %off;
+ld.global.s8 %r0, [%p];
+ld.global.u8 %r1, [%p+1];
+ld.global.s8 %x2, [%p];
+ld.global.s16 %x4, [%p];
+ld.global.u16 %r3, [%p];
+ld.param.u64 %q, [dst]; cvta.to.global.u64 %q, %q;
+mul.wide.u32 %off, %t, 32; add.u64 %q, %q, %off;
+st.global.u32 [%q], %r0;
+st.global.u32 [%q+4], %r1;
+st.global.u64 [%q+8], %x2;
+st.global.u64 [%q+16], %x4;
+st.global.u8 [%q+24], %r3;
+st.global.u16 [%q+26], %r1;
+st.global.u8 [%q+28], %x4;
+ret;
+}
+""")
+
+
+def test_narrow_loads_extend_into_wide_registers(rng):
+    """ld.s8/.s16 into 32/64-bit registers sign-extend, ld.u8/.u16 zero-extend; st.u8/.u16 from wide
+    registers keep the low bytes (and the .ptr.global.align param attribute parses)."""
+    n = 64
+    src = rng.integers(0, 1 << 16, n).astype(np.uint16)
+    dst = K.poison((n, 32), np.uint8, rng)
+    before = dst.copy()
+    K.launch(KS.kernel("widen_loads"), 1, n, [src, dst])
+    lo = (src & 0xFF).astype(np.uint8)
+    hi = (src >> 8).astype(np.uint8)
+    w = dst.view(np.uint32)
+    d = dst.view(np.uint64)
+    K.check_equal(w[:, 0], lo.view(np.int8).astype(np.int32).view(np.uint32), [src], "ld.s8 -> 32")
+    K.check_equal(w[:, 1], hi.astype(np.uint32), [src], "ld.u8 -> 32")
+    K.check_equal(d[:, 1], lo.view(np.int8).astype(np.int64).view(np.uint64), [src], "ld.s8 -> 64")
+    K.check_equal(d[:, 2], src.view(np.int16).astype(np.int64).view(np.uint64), [src], "ld.s16 -> 64")
+    K.check_equal(dst[:, 24], lo, [src], "st.u8 of a 32-bit register")
+    K.check_equal(dst[:, 26:28].copy().view(np.uint16)[:, 0], hi.astype(np.uint16), [src], "st.u16 of 32-bit")
+    K.check_equal(dst[:, 28], lo, [src], "st.u8 of a 64-bit register")
+    K.check_equal(dst[:, 25], before[:, 25], [], "byte 25 untouched")
+    K.check_equal(dst[:, 29:32], before[:, 29:32], [], "bytes 29-31 untouched")
+
+
+KS.add("struct_param", """
+.visible .entry struct_param(.param .align 8 .b8 s[24], .param .u64 out)
+{
+.reg .u32 %a, %b;
+.reg .u64 %c, %p;
+.reg .f64 %f;
+ld.param.u32 %a, [s];
+ld.param.u32 %b, [s+4];
+ld.param.u64 %c, [s+8];
+ld.param.f64 %f, [s+16];
+ld.param.u64 %p, [out]; cvta.to.global.u64 %p, %p;
+st.global.u32 [%p], %b;
+st.global.u32 [%p+4], %a;
+st.global.u64 [%p+8], %c;
+st.global.f64 [%p+16], %f;
+ret;
+}
+""")
+
+
+def test_struct_param_by_value(rng):
+    """A by-value struct param (.align 8 .b8 s[24]) as nvcc emits for struct arguments."""
+    blob = np.zeros(3, np.uint64)
+    blob[0] = np.uint64(int(rng.integers(0, 1 << 63)))
+    blob[1] = np.uint64(int(rng.integers(0, 1 << 63)))
+    blob[2:3] = np.array([rng.uniform(-1e9, 1e9)]).view(np.uint64)
+    out = K.poison((3,), np.uint64, rng)
+    K.launch(KS.kernel("struct_param"), 1, 1, [blob.tobytes(), out])
+    w = blob.view(np.uint32)
+    K.check_equal(out.view(np.uint32)[:2], np.array([w[1], w[0]], np.uint32), [], "u32 fields")
+    K.check_equal(out[1:], blob[1:], [], "u64 and f64 fields")
