@@ -2,7 +2,8 @@
 neg/abs, setp (incl. the two-predicate x2 form), and the f16 approximations; exact references.
 References checked on an NVIDIA H200 (driver 580, PTX JIT for sm_86), 2026-11-29: every test here passed
 with PTXKIT_BACKEND=cuda (see ptxkit.py); the corrections that hardware forced are noted where they apply.
-Written after the hardware runs, so not run there: bf16 add/sub/mul (the sm_90 module) and test_mov_unpack_pack_halves.
+Written after the hardware runs, so not run there: bf16 add/sub/mul (the sm_90 module),
+test_mov_unpack_pack_halves and the min/max .xorsign.abs cases.
 """
 
 import math
@@ -122,6 +123,14 @@ def _minmax(a, b, is_min, nan_mode):
     return min(a, b) if is_min else max(a, b)
 
 
+def _xorsign(a, b, is_min):
+    r = _minmax(abs(a), abs(b), is_min, False)
+    if math.isnan(r):
+        return r
+    neg = (math.copysign(1, a) < 0) != (math.copysign(1, b) < 0)
+    return -r if neg else r
+
+
 OTHER = {}
 for tn in ("f16", "f16x2", "bf16", "bf16x2"):
     for op in ("min", "max"):
@@ -131,6 +140,12 @@ for tn in ("f16", "f16x2", "bf16", "bf16x2"):
                                        [("a", tn), ("b", tn)], [("d", tn)]))
             OTHER[name] = (2, _base(tn), tn.endswith("x2"),
                            lambda a, b, m=op == "min", nm=bool(nanm): _minmax(a, b, m, nm))
+    for op in ("min", "max"):  # .xorsign.abs (sm_86): |a| vs |b|, sign = sign(a) xor sign(b)
+        name = K.kname(op, "xorsign_abs", tn)
+        KS.add(name, K.elementwise(name, f"{op}.xorsign.abs.{tn} %d, %a, %b;", [("a", tn), ("b", tn)],
+                                   [("d", tn)]))
+        OTHER[name] = (2, _base(tn), tn.endswith("x2"), lambda a, b, m=op == "min": _xorsign(a, b, m))
+        XFAIL[name] = f"{op}.xorsign.abs.{tn} is not implemented: the compiler raises PTXUnsupportedError"
     for op, fn in (("neg", lambda a: -a), ("abs", abs)):
         name = K.kname(op, tn)
         KS.add(name, K.elementwise(name, f"{op}.{tn} %d, %a;", [("a", tn)], [("d", tn)]))
