@@ -10,6 +10,9 @@ Importable on its own; it knows nothing of the CUDA driver. The API:
     k.launch_raw(grid, block, params_address, shared_bytes)  # the driver's path; raises KernelFault
     mod.globals["sym"]                            # (address, size) of a .global/.const variable
 
+    amd = ptx.compile(text, target="gfx1100")      # -> ptx.amdgpu.AmdgpuModule: .code_object (linked
+                                                   # ELF, code object v5), .kernels[name] metadata
+
     ptx.parse(text) -> ptx.ast.Module              # raises ptx.errors.PTXError subclasses only;
                                                    # runs ptx.check(module) unless check=False
 """
@@ -29,4 +32,8 @@ def compile(text: str, target: str = "host", **options):  # noqa: A001 - the nam
     if target == "host":
         from ptx.host import compile_host
         return compile_host(text, **options)
+    from ptx.amdgpu_targets import is_amdgpu_target
+    if is_amdgpu_target(target):          # "gfx1100", "amdgcn:gfx1100", "gfx90a:sramecc+:xnack-"
+        from ptx.amdgpu import compile_amdgpu
+        return compile_amdgpu(text, target=target, **options)
     raise PTXUnsupportedError(f"unknown target {target!r}")

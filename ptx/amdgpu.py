@@ -1,0 +1,224 @@
+"""`ptx.compile(text, target="gfx1100")`: PTX -> LLVM IR -> AMDGPU code object (a linked ELF, code
+object v5), compiled in a child process, linked with ld.lld, cached on disk, with per-kernel metadata."""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from ptx.amdgpu_targets import AmdgpuTarget, parse_target
+from ptx.errors import PTXError, PTXUnsupportedError
+
+COMPILER_VERSION = "amdgcn-1"
+HERE = Path(__file__).resolve().parent
+_lock = threading.Lock()
+_datalayout = None
+_linker = None
+
+
+class ToolchainError(PTXUnsupportedError):
+    """A tool the AMDGPU path needs (ld.lld) is missing, or the LLVM child failed."""
+
+
+# ------------------------------------------------------------------ tools
+
+def find_linker():
+    """argv prefix running an ld.lld that links AMDGPU code objects, or None.
+    Order: $ZLUDA_LLD, ld.lld on PATH, the newest /usr/lib/llvm-N/bin/ld.lld, ld.lld-N, PyPI ziglang."""
+    global _linker
+    if _linker is not None:
+        return _linker or None
+    cands = []
+    if os.environ.get("ZLUDA_LLD"):
+        cands.append([os.environ["ZLUDA_LLD"]])
+    if shutil.which("ld.lld"):
+        cands.append([shutil.which("ld.lld")])
+
+    def version(p):
+        m = re.search(r"llvm-(\d+)", p) or re.search(r"lld-(\d+)$", p)
+        return int(m.group(1)) if m else 0
+    for p in sorted(glob.glob("/usr/lib/llvm-*/bin/ld.lld"), key=version, reverse=True):
+        cands.append([p])
+    for d in os.environ.get("PATH", "").split(os.pathsep):
+        for p in sorted(glob.glob(os.path.join(d, "ld.lld-*")), key=version, reverse=True):
+            cands.append([p])
+    for argv in cands:
+        if os.access(argv[0], os.X_OK):
+            _linker = argv
+            return argv
+    try:
+        import importlib.util
+        if importlib.util.find_spec("ziglang") is not None:
+            _linker = [python_executable(), "-m", "ziglang", "ld.lld"]
+            return _linker
+    except (ImportError, ValueError):
+        pass
+    _linker = []
+    return None
+
+
+def python_executable():
+    """A Python interpreter for the child (inside the shim, sys.executable is the host program)."""
+    exe = sys.executable or ""
+    if os.path.basename(exe).startswith("python"):
+        return exe
+    v = f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    for p in (os.path.join(sys.exec_prefix, "bin", v), os.path.join(sys.prefix, "bin", v)):
+        if os.access(p, os.X_OK):
+            return p
+    return shutil.which(v) or shutil.which("python3") or exe
+
+
+def datalayout() -> str:
+    global _datalayout
+    with _lock:
+        if _datalayout is None:
+            import llvmlite.binding as llvm
+            llvm.initialize_all_targets()
+            tm = llvm.Target.from_triple("amdgcn-amd-amdhsa").create_target_machine(cpu="gfx1100")
+            _datalayout = str(tm.target_data)
+    return _datalayout
+
+
+def llvm_version() -> str:
+    import llvmlite.binding as llvm
+    return ".".join(map(str, llvm.llvm_version_info))
+
+
+# ------------------------------------------------------------------ results
+
+@dataclass
+class AmdgpuKernel:
+    name: str
+    params: list              # [(offset, size, align)] of the explicit kernel arguments
+    param_size: int
+    static_shared_bytes: int
+    lds_bytes: int            # .group_segment_fixed_size
+    max_threads: int          # .max_flat_workgroup_size
+    wavefront_size: int
+    kernarg_segment_size: int
+    private_bytes: int        # .private_segment_fixed_size
+    vgpr_count: int
+    sgpr_count: int
+    maxntid: tuple = None
+    reqntid: tuple = None
+
+
+class AmdgpuModule:
+    def __init__(self, code_object, target, kernels, globals_, ir_text, metadata, cache_hit):
+        self.code_object = code_object
+        self.target = target
+        self.kernels = kernels
+        self.globals = globals_
+        self.ir = ir_text
+        self.metadata = metadata
+        self.cache_hit = cache_hit
+
+    def kernel(self, name) -> AmdgpuKernel:
+        try:
+            return self.kernels[name]
+        except KeyError:
+            raise KeyError(f"no kernel named {name!r} (have {sorted(self.kernels)})") from None
+
+
+# ------------------------------------------------------------------ compile
+
+def _compile_object(ir: str, target: AmdgpuTarget, opt_level: int, timeout: float) -> bytes:
+    cmd = [python_executable(), str(HERE / "amdgpu_llc.py"), target.cpu, target.llvm_features, str(opt_level)]
+    try:
+        r = subprocess.run(cmd, input=ir.encode(), capture_output=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise ToolchainError(f"LLVM took longer than {timeout:.0f} s compiling for {target.cpu}") from None
+    except OSError as e:
+        raise ToolchainError(f"cannot start the LLVM child process: {e}") from None
+    if r.returncode != 0 or not r.stdout:
+        err = r.stderr.decode(errors="replace").strip().splitlines()
+        why = next((ln for ln in err if "LLVM ERROR" in ln or "error" in ln.lower()), err[-1] if err else "")
+        sig = f"signal {-r.returncode}" if r.returncode < 0 else f"exit {r.returncode}"
+        raise PTXUnsupportedError(f"the AMDGPU backend of LLVM rejected the module for {target.cpu} "
+                                  f"({sig}): {why[:400]}")
+    return r.stdout
+
+
+def _link(obj: bytes, timeout: float) -> bytes:
+    ld = find_linker()
+    if ld is None:
+        raise ToolchainError("no ld.lld found to link AMDGPU code objects: install lld "
+                             "(Debian/Ubuntu: apt-get install lld-19) or `pip install ziglang`, "
+                             "or set ZLUDA_LLD to an ld.lld")
+    with tempfile.TemporaryDirectory(prefix="zluda-amdgcn-") as d:
+        o, out = os.path.join(d, "k.o"), os.path.join(d, "k.hsaco")
+        with open(o, "wb") as fh:
+            fh.write(obj)
+        try:
+            r = subprocess.run(ld + ["-shared", "--no-undefined", "-o", out, o], capture_output=True,
+                               timeout=timeout)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            raise ToolchainError(f"ld.lld failed to run: {e}") from None
+        if r.returncode != 0:
+            msg = r.stderr.decode(errors="replace").strip()
+            raise PTXUnsupportedError(f"linking the code object failed: {msg[:600]}")
+        with open(out, "rb") as fh:
+            return fh.read()
+
+
+def _cache(cache_dir, key):
+    from ptx.host import _ObjectCache
+    c = _ObjectCache(cache_dir, key)
+    c.path = Path(cache_dir) / f"{key}.hsaco"
+    return c
+
+
+def compile_amdgpu(text: str, target: str = "gfx1100", cache_dir=None, fma_contract=False, opt_level=3,
+                   dump_dir=None, timeout=300, **_) -> AmdgpuModule:
+    from ptx import parse
+    from ptx.codegen.amdgpu_module import build_amdgpu_ir
+    from ptx.amdgpu_verify import read_code_object
+
+    tgt = parse_target(target)
+    module = parse(text)
+    try:
+        air = build_amdgpu_ir(module, tgt, datalayout(), fma_contract=fma_contract)
+    except PTXError:
+        raise
+    except Exception as e:  # a code generator bug must still surface as the compiler's own error
+        from ptx.codegen.function_emitter import current_position
+        line, col = current_position()
+        raise PTXError(f"internal compiler error ({type(e).__name__}: {e})", line, col) from e
+    if dump_dir:
+        d = Path(dump_dir)
+        d.mkdir(parents=True, exist_ok=True)
+        stem = hashlib.sha256(text.encode()).hexdigest()[:16]
+        (d / f"{stem}.ptx").write_text(text)
+        (d / f"{stem}.{tgt.cpu}.ll").write_text(air.text)
+    cache = None
+    if cache_dir:
+        key = hashlib.sha256("\0".join([text, COMPILER_VERSION, tgt.key, str(fma_contract), str(opt_level),
+                                        llvm_version()]).encode()).hexdigest()
+        cache = _cache(cache_dir, key)
+    code = cache.load() if cache else None
+    if code is None:
+        code = _link(_compile_object(air.text, tgt, opt_level, timeout), timeout)
+        if cache is not None:
+            cache.store(code)
+    info = read_code_object(code)
+    meta = {k[".name"]: k for k in info.metadata.get("amdhsa.kernels", [])}
+    kernels = {}
+    for name, k in air.kernels.items():
+        m = meta.get(name, {})
+        kernels[name] = AmdgpuKernel(
+            name, k.params, k.param_size, k.static_shared_bytes, m.get(".group_segment_fixed_size", k.lds_bytes),
+            m.get(".max_flat_workgroup_size", k.max_threads), m.get(".wavefront_size", tgt.wave),
+            m.get(".kernarg_segment_size", k.param_size), m.get(".private_segment_fixed_size", 0),
+            m.get(".vgpr_count", 0), m.get(".sgpr_count", 0), k.maxntid, k.reqntid)
+    return AmdgpuModule(code, tgt, kernels, dict(air.globals), air.text, info.metadata,
+                        bool(cache and cache.hit))

@@ -1,0 +1,285 @@
+"""The amdgcn flavour of the function emitter: one PTX thread is one GPU lane, so registers, addresses
+and special registers map onto address spaces and AMDGPU intrinsics instead of the CPU runtime.
+
+The per-instruction lowering of ops_*.py is reused as is: every address it receives is a flat
+(`ptr`) pointer built here from an `addrspacecast` of a global/LDS/constant pointer, and LLVM's
+InferAddressSpaces pass turns the accesses back into global_/ds_/s_load instructions."""
+
+from __future__ import annotations
+
+from ptx import ast as A
+from ptx.codegen import function_emitter as FE
+from ptx.codegen.function_emitter import FunctionEmitter, semantic, unsupported
+from ptx.codegen.irtext import IRFunction
+from ptx.codegen.host_module import ModuleContext, llvm_name
+
+# v5 hidden kernel arguments (offsets from llvm.amdgcn.implicitarg.ptr)
+HID_BLOCK_COUNT, HID_GROUP_SIZE, HID_DYN_LDS = 0, 12, 120
+HANDLERS = {}        # opcode -> fn(emitter, instruction): the amdgcn overrides of FE.HANDLERS
+
+
+def amd_handles(*opcodes):
+    def deco(fn):
+        for o in opcodes:
+            HANDLERS[o] = fn
+        return fn
+    return deco
+
+
+class AmdIRFunction(IRFunction):
+    """Allocas live in the private address space (5); the body sees them as flat pointers."""
+
+    def alloca(self, ty: str, align: int = 0, count: int = 0) -> str:
+        name = self.tmp()
+        n = f", i64 {count}" if count else ""
+        a = f", align {align}" if align else ""
+        self.entry_allocas.append(f"  {name}.p5 = alloca {ty}{n}{a}, addrspace(5)")
+        self.entry_allocas.append(f"  {name} = addrspacecast ptr addrspace(5) {name}.p5 to ptr")
+        return name
+
+
+class AmdModuleContext(ModuleContext):
+    def __init__(self, module, target, fma_contract=False):
+        super().__init__(module, fma_contract)
+        self.target = target
+        self.kernel_dynamic_base = 0      # LDS offset of `extern .shared` in the kernel being emitted
+        self.bar_red_offset = None        # LDS scratch word of bar.red in that kernel
+
+    def global_symbol(self, name):
+        g = self.global_syms.get(name)
+        if g is not None:
+            return f"addrspacecast (ptr addrspace(1) {g[0]} to ptr)"
+        f = self.func_decls.get(name)
+        if f is not None and f.body is not None:
+            return llvm_name("f", name)
+        return None
+
+
+class AmdgpuFunctionEmitter(FunctionEmitter):
+    """mode 'fast' for a kernel body (an i32 function the kernel calls), 'func' for a .func.
+    %L is the flat kernarg pointer, %W the flat pointer to the dynamic shared memory base."""
+
+    def __init__(self, mctx, flat, mode):
+        super().__init__(mctx, flat, mode)
+        self.f = AmdIRFunction()
+        self.tid = ["%hw.tid.x", "%hw.tid.y", "%hw.tid.z"]
+        self.ctaid = ["%hw.ctaid.x", "%hw.ctaid.y", "%hw.ctaid.z"]
+        self.wave = mctx.target.wave
+
+    def start_entry(self):
+        """Entry-block definitions of the hardware ids (used by the body and passed to callees)."""
+        self.entry_code = []
+        for i, c in enumerate("xyz"):
+            self.m.declare(f"declare i32 @llvm.amdgcn.workitem.id.{c}()")
+            self.m.declare(f"declare i32 @llvm.amdgcn.workgroup.id.{c}()")
+            self.entry_code.append(f"  %hw.tid.{c} = call i32 @llvm.amdgcn.workitem.id.{c}()")
+            self.entry_code.append(f"  %hw.ctaid.{c} = call i32 @llvm.amdgcn.workgroup.id.{c}()")
+
+    # ------------------------------------------------------------ launch geometry
+    def implicit_arg(self, off, ty):
+        self.m.declare("declare ptr addrspace(4) @llvm.amdgcn.implicitarg.ptr()")
+        base = self.invariant("implicitarg", lambda: "call ptr addrspace(4) @llvm.amdgcn.implicitarg.ptr()")
+        p = self.invariant(("ia.p", off), lambda: f"getelementptr i8, ptr addrspace(4) {base}, i64 {off}")
+        v = self.invariant(("ia", off, ty), lambda: f"load {ty}, ptr addrspace(4) {p}, align {int(ty[1:]) // 8}, !invariant.load !{{}}")
+        if ty == "i32":
+            return v
+        return self.invariant(("ia.z", off), lambda: f"zext {ty} {v} to i32")
+
+    def ntid(self, i):
+        return self.implicit_arg(HID_GROUP_SIZE + 2 * i, "i16")
+
+    def nctaid(self, i):
+        return self.implicit_arg(HID_BLOCK_COUNT + 4 * i, "i32")
+
+    def params_base(self):
+        return self.L
+
+    def shared_base(self):
+        return self.lds_flat("0")
+
+    def load_L_u32(self, off):
+        semantic(self.cur_ins, "a CPU launch-record field used on amdgcn")
+
+    # ------------------------------------------------------------ lanes
+    def wave_lane(self):
+        """The lane's index in its hardware wave (0..31 or 0..63)."""
+        def lo():
+            self.m.declare("declare i32 @llvm.amdgcn.mbcnt.lo(i32, i32)")
+            return "call i32 @llvm.amdgcn.mbcnt.lo(i32 -1, i32 0)"
+        v = self.invariant("mbcnt.lo", lo)
+        if self.wave == 32:
+            return v
+
+        def hi():
+            self.m.declare("declare i32 @llvm.amdgcn.mbcnt.hi(i32, i32)")
+            return f"call i32 @llvm.amdgcn.mbcnt.hi(i32 -1, i32 {v})"
+        return self.invariant("mbcnt.hi", hi)
+
+    def lane_id(self):
+        """The CUDA lane (0..31): on 64-wide waves a warp is half a wave."""
+        if self.wave == 32:
+            return self.wave_lane()
+        wl = self.wave_lane()
+        return self.invariant("laneid", lambda: f"and i32 {wl}, 31")
+
+    def half_base(self):
+        """First wave lane of this lane's CUDA warp (0 on 32-wide waves; 0 or 32 on 64-wide)."""
+        if self.wave == 32:
+            return "0"
+        wl = self.wave_lane()
+        return self.invariant("halfbase", lambda: f"and i32 {wl}, 32")
+
+    def ballot(self, pred):
+        """The 32-bit CUDA-warp ballot of `pred` over the active lanes."""
+        f = self.f
+        if self.wave == 32:
+            return self.call("llvm.amdgcn.ballot.i32", "i32", [("i1", pred)])
+        b = self.call("llvm.amdgcn.ballot.i64", "i64", [("i1", pred)])
+        sh = f.op(f"zext i32 {self.half_base()} to i64")
+        return f.op(f"trunc i64 {f.op(f'lshr i64 {b}, {sh}')} to i32")
+
+    def read_lane(self, value, src_lane):
+        """`value` (i32) of CUDA lane `src_lane` (0..31) of this warp, through ds_bpermute."""
+        f = self.f
+        idx = src_lane if self.wave == 32 else f.op(f"or i32 {self.half_base()}, {src_lane}")
+        addr = f.op(f"shl i32 {idx}, 2")
+        return self.call("llvm.amdgcn.ds.bpermute", "i32", [("i32", addr), ("i32", value)])
+
+    # ------------------------------------------------------------ addresses
+    def lds_flat(self, off32):
+        """Flat pointer to LDS byte offset `off32` (an i32 value)."""
+        f = self.f
+        p3 = f.op(f"inttoptr i32 {off32} to ptr addrspace(3)")
+        return f.op(f"addrspacecast ptr addrspace(3) {p3} to ptr")
+
+    def space_flat(self, av64, space):
+        f = self.f
+        if space == "global":
+            p = f.op(f"inttoptr i64 {av64} to ptr addrspace(1)")
+            return f.op(f"addrspacecast ptr addrspace(1) {p} to ptr")
+        if space == "const":
+            p = f.op(f"inttoptr i64 {av64} to ptr addrspace(4)")
+            return f.op(f"addrspacecast ptr addrspace(4) {p} to ptr")
+        return f.op(f"inttoptr i64 {av64} to ptr")
+
+    def shared_symbol_offset(self, name):
+        """LDS offset (i32 value text) of a .shared variable, or None."""
+        if name in self.m.dynamic_shared_names:
+            if self.mode == "func":
+                f = self.f
+                p3 = f.op(f"addrspacecast ptr {self.W} to ptr addrspace(3)")
+                return f.op(f"ptrtoint ptr addrspace(3) {p3} to i32")
+            return str(self.m.kernel_dynamic_base)
+        sh = self.m.shared_offset(name)
+        return None if sh is None else str(sh)
+
+    def symbol_value(self, name, offset, ins):
+        f = self.f
+        sh = self.shared_symbol_offset(name)
+        if sh is not None:
+            v = f.op(f"add i32 {sh}, {offset}") if offset else sh
+            return f.op(f"zext i32 {v} to i64") if not v.lstrip("-").isdigit() else v
+        p = self.symbol_ptr(name, ins, allow_shared=False)
+        v = f.op(f"ptrtoint ptr {p} to i64")
+        return f.op(f"add i64 {v}, {offset}") if offset else v
+
+    def address(self, op, space, ins=None):
+        ins = ins or self.cur_ins
+        f = self.f
+        if not isinstance(op, A.Address):
+            if isinstance(op, (A.Reg, A.SymbolExpr)):
+                op = A.Address(op.name, getattr(op, "offset", 0), op.pos)
+            else:
+                semantic(ins, "expected an address operand")
+        base = op.base
+        if base is not None and not self.is_register(base):
+            sh = self.shared_symbol_offset(base)
+            if sh is not None:
+                if space not in ("shared", None):
+                    semantic(ins, f"{base} is not in the .{space} state space")
+                v = f.op(f"add i32 {sh}, {op.offset}") if op.offset else sh
+                return self.lds_flat(v)
+            p = self.symbol_ptr(base, ins, allow_shared=False)
+            return f.op(f"getelementptr i8, ptr {p}, i64 {op.offset}") if op.offset else p
+        if base is None:
+            av = str(op.offset)
+        else:
+            rty, _ = self.reg(base, ins)
+            wide = FE.LLVM_BITS[rty] >= 64
+            av = self.read(A.Reg(base, op.pos), "u64" if wide else "u32", ins)
+            if space == "shared":
+                av = av if not wide else f.op(f"trunc i64 {av} to i32")
+                if op.offset:
+                    av = f.op(f"add i32 {av}, {op.offset}")
+                return self.lds_flat(av)
+            av = av if wide else f.op(f"zext i32 {av} to i64")
+            if op.offset:
+                av = f.op(f"add i64 {av}, {op.offset}")
+        if space == "shared":
+            return self.lds_flat(f.op(f"trunc i64 {av} to i32") if not av.lstrip("-").isdigit() else av)
+        return self.space_flat(av, space)
+
+    # ------------------------------------------------------------ special registers
+    def special_register(self, name, ins):
+        f = self.f
+        if name == "%laneid":
+            return self.lane_id(), "i32"
+        if name.startswith("%lanemask_"):
+            lane = self.lane_id()
+            bit = f.op(f"shl i32 1, {lane}")
+            below = f.op(f"sub i32 {bit}, 1")
+            kind = name[len("%lanemask_"):]
+            v = {"eq": lambda: bit, "lt": lambda: below,
+                 "le": lambda: f.op(f"or i32 {below}, {bit}"),
+                 "gt": lambda: f.op(f"xor i32 {f.op(f'or i32 {below}, {bit}')}, -1"),
+                 "ge": lambda: f.op(f"xor i32 {below}, -1")}.get(kind)
+            if v is not None:
+                return v(), "i32"
+        if name in ("%clock64", "%clock"):
+            v = self.call("llvm.readcyclecounter", "i64", [])
+            return (f.op(f"trunc i64 {v} to i32"), "i32") if name == "%clock" else (v, "i64")
+        if name in ("%globaltimer", "%globaltimer_lo", "%globaltimer_hi"):
+            # the steady counter runs at 100 MHz on every supported GPU: nanoseconds = ticks * 10
+            v = f.op(f"mul i64 {self.call('llvm.readsteadycounter', 'i64', [])}, 10")
+            if name == "%globaltimer":
+                return v, "i64"
+            if name.endswith("hi"):
+                v = f.op(f"lshr i64 {v}, 32")
+            return f.op(f"trunc i64 {v} to i32"), "i32"
+        if name == "%smid":
+            return "0", "i32"
+        if name == "%dynamic_smem_size":
+            return self.implicit_arg(HID_DYN_LDS, "i32"), "i32"
+        if name in ("%total_smem_size", "%aggr_smem_size"):
+            d = self.implicit_arg(HID_DYN_LDS, "i32")
+            return f.op(f"add i32 {d}, {self.m.kernel_dynamic_base}"), "i32"
+        return super().special_register(name, ins)
+
+    # ------------------------------------------------------------ control
+    def abort(self, code_val):
+        self.call("llvm.trap", "void", [])
+        self.f.term("unreachable")
+
+    def emit_instruction(self, ins):
+        if any(isinstance(o, (A.SymbolExpr, A.Vector, A.PredPair, A.Negated, A.ParenList))
+               for o in ins.operands):
+            ins = A.Instruction(ins.opcode, ins.mods, [self.normalize(o) for o in ins.operands],
+                                ins.guard, ins.pos)
+        self.cur_ins = ins
+        FE._position[0] = (ins.pos.line, ins.pos.col)
+        h = HANDLERS.get(ins.opcode) or FE.HANDLERS.get(ins.opcode)
+        if h is None:
+            unsupported(ins)
+        f = self.f
+        if ins.guard and ins.opcode != "bra":
+            g = self.read(A.Reg(ins.guard[0], ins.pos), "pred", ins)
+            run, skip = f.new_label("g.run"), f.new_label("g.skip")
+            if ins.guard[1]:
+                f.term(f"br i1 {g}, label %{skip}, label %{run}")
+            else:
+                f.term(f"br i1 {g}, label %{run}, label %{skip}")
+            f.label(run)
+            h(self, ins)
+            f.label(skip)
+        else:
+            h(self, ins)

@@ -1,0 +1,430 @@
+"""amdgcn lowering of the instructions whose CPU lowering calls the CPU runtime or suspends a thread:
+barriers, warp collectives (exact 32-lane CUDA semantics on 32- and 64-wide waves), fences and
+atomics with scopes, the .approx transcendentals on native instructions, cvta/isspacep, traps."""
+
+from __future__ import annotations
+
+import re
+
+from ptx import ast as A
+from ptx.codegen import ptxtypes as T
+from ptx.codegen import function_emitter as FE
+from ptx.codegen.amdgpu_emitter import amd_handles
+from ptx.codegen.function_emitter import semantic, unsupported
+from ptx.codegen.ops_mem import one_type, space_of
+from ptx.errors import PTXUnsupportedError
+
+_ORDER_AT_END = re.compile(r" (monotonic|acquire|release|acq_rel|seq_cst)( (?:monotonic|acquire|seq_cst))?(, align \d+)?$")
+
+
+def _scope_of(mods, space):
+    """LLVM syncscope for a PTX scope qualifier; '' is the system scope."""
+    if space == "shared" or "cta" in mods:
+        return "workgroup"
+    if "sys" in mods:
+        return ""
+    return "agent"        # .gpu, .cluster, or none (PTX's default scope is .gpu)
+
+
+def _with_scope(em, scope, fn, fp_atomic=False):
+    """Run the CPU lowering `fn`, then put `syncscope(scope)` on the atomic accesses it emitted."""
+    mark = len(em.f.lines)
+    fn()
+    for i in range(mark, len(em.f.lines)):
+        line = em.f.lines[i]
+        if not any(k in line for k in ("atomicrmw ", "cmpxchg ", "load atomic ", "store atomic ")):
+            continue
+        if scope:
+            line = _ORDER_AT_END.sub(lambda m: f' syncscope("{scope}") {m.group(1)}{m.group(2) or ""}{m.group(3) or ""}',
+                                     line)
+        if fp_atomic and "atomicrmw f" in line:
+            # memory from hipMalloc is coarse-grained: the native float atomics are exact there
+            line += ", !amdgpu.no.fine.grained.memory !{}"
+        em.f.lines[i] = line
+
+
+def _fence(em, order, scope):
+    s = f' syncscope("{scope}")' if scope else ""
+    em.f.emit(f"fence{s} {order}")
+
+
+def _workgroup_barrier(em):
+    _fence(em, "release", "workgroup")
+    em.call("llvm.amdgcn.s.barrier", "void", [])
+    _fence(em, "acquire", "workgroup")
+
+
+# ------------------------------------------------------------------ barriers and fences
+
+@amd_handles("bar", "barrier")
+def op_bar(em, ins):
+    mods = set(ins.mods)
+    if "warp" in mods:
+        em.call("llvm.amdgcn.wave.barrier", "void", [])
+        _fence(em, "acq_rel", "wavefront")
+        return
+    if "arrive" in mods:
+        unsupported(ins, "bar.arrive (producer/consumer named barriers have no AMDGPU equivalent)")
+    ops = list(ins.operands)
+    red = "red" in mods
+    dest = ops.pop(0) if red else None
+    has_count = len(ops) > 2 or (len(ops) == 2 and not red)
+    if has_count:
+        unsupported(ins, "bar.sync with a thread count (named barriers of part of a block)")
+    if not red:
+        _workgroup_barrier(em)
+        return
+    redop = "popc" if "popc" in mods else "and" if "and" in mods else "or" if "or" in mods else None
+    if redop is None or em.mode == "func" or em.m.bar_red_offset is None:
+        unsupported(ins)
+    f = em.f
+    pred = em.read(ops[-1], "pred")
+    slot = em.lds_flat(str(em.m.bar_red_offset))
+    first = f.op(f"icmp eq i32 {em.linear_tid()}, 0")
+    z, zdone = f.new_label("barred.zero"), f.new_label("barred.go")
+    f.term(f"br i1 {first}, label %{z}, label %{zdone}")
+    f.label(z)
+    f.emit(f"store i32 0, ptr {slot}, align 4")
+    f.label(zdone)
+    _workgroup_barrier(em)
+    counted = f.op(f"xor i1 {pred}, true") if redop == "and" else pred
+    one = f.op(f"zext i1 {counted} to i32")
+    f.emit(f'atomicrmw add ptr {slot}, i32 {one} syncscope("workgroup") monotonic, align 4')
+    _workgroup_barrier(em)
+    total = f.op(f"load i32, ptr {slot}, align 4")
+    _workgroup_barrier(em)        # everyone has read the count before a later bar.red clears it
+    if redop == "popc":
+        em.write(dest, total, "u32")
+    else:
+        em.write(dest, f.op(f"icmp {'eq' if redop == 'and' else 'ne'} i32 {total}, 0"), "pred")
+
+
+@amd_handles("membar", "fence")
+def op_fence(em, ins):
+    mods = set(ins.mods)
+    if any(m.startswith("proxy") for m in mods) or "mbarrier_init" in mods:
+        return
+    if ins.opcode == "membar":
+        scope = "workgroup" if "cta" in mods else "" if "sys" in mods else "agent"
+        _fence(em, "seq_cst", scope)
+        return
+    order = "acq_rel" if "acq_rel" in mods else "seq_cst"
+    _fence(em, order, _scope_of(mods, None))
+
+
+# ------------------------------------------------------------------ memory with scopes
+
+@amd_handles("atom", "red")
+def op_atom(em, ins):
+    t = T.types_in(ins.mods)
+    fp = bool(t) and T.is_float(t[-1])
+    _with_scope(em, _scope_of(set(ins.mods), space_of(ins.mods)),
+                lambda: FE.HANDLERS["atom"](em, ins), fp_atomic=fp)
+
+
+@amd_handles("ld", "ldu")
+def op_ld(em, ins):
+    _with_scope(em, _scope_of(set(ins.mods), space_of(ins.mods)), lambda: FE.HANDLERS["ld"](em, ins))
+
+
+@amd_handles("st")
+def op_st(em, ins):
+    _with_scope(em, _scope_of(set(ins.mods), space_of(ins.mods)), lambda: FE.HANDLERS["st"](em, ins))
+
+
+@amd_handles("cvta")
+def op_cvta(em, ins):
+    t = one_type(ins)
+    to = "to" in ins.mods
+    space = next((m for m in ins.mods if m in ("global", "shared", "local", "const", "param")), None)
+    if space is None:
+        unsupported(ins)
+    v = em.read(ins.operands[1], t)
+    bits = T.bits_of(t)
+    f = em.f
+    if space == "shared":
+        if to:
+            g = v if bits == 64 else f.op(f"zext i32 {v} to i64")
+            p = f.op(f"inttoptr i64 {g} to ptr")
+            p3 = f.op(f"addrspacecast ptr {p} to ptr addrspace(3)")
+            v = f.op(f"ptrtoint ptr addrspace(3) {p3} to i{bits}")
+        else:
+            off = v if bits == 32 else f.op(f"trunc i64 {v} to i32")
+            v = f.op(f"ptrtoint ptr {em.lds_flat(off)} to i{bits}")
+    em.write(ins.operands[0], v, t)
+
+
+@amd_handles("isspacep")
+def op_isspacep(em, ins):
+    f = em.f
+    space = next((m for m in ins.mods if m in ("global", "shared", "local", "const", "param")), None)
+    p = f.op(f"inttoptr i64 {em.read(ins.operands[1], 'u64')} to ptr")
+    in_shared = em.call("llvm.amdgcn.is.shared", "i1", [("ptr", p)])
+    in_local = em.call("llvm.amdgcn.is.private", "i1", [("ptr", p)])
+    if space == "shared":
+        r = in_shared
+    elif space == "local":
+        r = in_local
+    elif space == "global":
+        r = f.op(f"xor i1 {f.op(f'or i1 {in_shared}, {in_local}')}, true")
+    elif space in ("const", "param"):
+        r = "false"
+    else:
+        unsupported(ins)
+    em.write(ins.operands[0], r, "pred")
+
+
+# ------------------------------------------------------------------ warp collectives
+
+SHFL_MODES = ("up", "down", "bfly", "idx")
+
+
+@amd_handles("shfl")
+def op_shfl(em, ins):
+    mode = next((m for m in ins.mods if m in SHFL_MODES), None)
+    if mode is None:
+        semantic(ins, "shfl needs .up/.down/.bfly/.idx")
+    f = em.f
+    ops = ins.operands
+    dst = ops[0]
+    a = em.read(ops[1], "b32")
+    b = f.op(f"and i32 {em.read(ops[2], 'u32')}, 31")
+    c = em.read(ops[3], "u32")
+    lane = em.lane_id()
+    cval = f.op(f"and i32 {c}, 31")
+    seg = f.op(f"and i32 {f.op(f'lshr i32 {c}, 8')}, 31")
+    nseg = f.op(f"xor i32 {seg}, -1")
+    min_lane = f.op(f"and i32 {lane}, {seg}")
+    max_lane = f.op(f"or i32 {min_lane}, {f.op(f'and i32 {cval}, {nseg}')}")
+    if mode == "up":
+        j = f.op(f"sub i32 {lane}, {b}")
+        ok = f.op(f"icmp sge i32 {j}, {max_lane}")
+    else:
+        if mode == "down":
+            j = f.op(f"add i32 {lane}, {b}")
+        elif mode == "bfly":
+            j = f.op(f"xor i32 {lane}, {b}")
+        else:
+            j = f.op(f"or i32 {min_lane}, {f.op(f'and i32 {b}, {nseg}')}")
+        ok = f.op(f"icmp sle i32 {j}, {max_lane}")
+    src = f.op(f"select i1 {ok}, i32 {j}, i32 {lane}")
+    r = em.read_lane(a, src)
+    if isinstance(dst, A.PredPair):
+        em.write(dst.first, r, "b32")
+        em.write(dst.second, ok, "pred")
+    else:
+        em.write(dst, r, "b32")
+
+
+def _mask(em, ins, index):
+    ops = ins.operands
+    return em.read(ops[index], "u32") if "sync" in ins.mods and len(ops) > index else "-1"
+
+
+@amd_handles("vote")
+def op_vote(em, ins):
+    mode = next((m for m in ins.mods if m in ("all", "any", "uni", "ballot")), None)
+    if mode is None:
+        semantic(ins, "vote needs .all/.any/.uni/.ballot")
+    f = em.f
+    ops = ins.operands
+    p = em.read(ops[1], "pred")
+    mask = _mask(em, ins, 2)
+    yes = f.op(f"and i32 {em.ballot(p)}, {mask}")
+    if mode == "ballot":
+        em.write(ops[0], yes, "b32")
+        return
+    if mode == "any":
+        r = f.op(f"icmp ne i32 {yes}, 0")
+    else:
+        members = f.op(f"and i32 {em.ballot('true')}, {mask}")
+        r = f.op(f"icmp eq i32 {yes}, {members}")
+        if mode == "uni":
+            r = f.op(f"or i1 {r}, {f.op(f'icmp eq i32 {yes}, 0')}")
+    em.write(ops[0], r, "pred")
+
+
+@amd_handles("activemask")
+def op_activemask(em, ins):
+    em.write(ins.operands[0], em.ballot("true"), "b32")
+
+
+def _lane_loop(em, init_ty, init_val, body):
+    """acc = init; for i in 0..31: acc = body(i, acc); returns acc (an IR loop, uniform trip count)."""
+    f = em.f
+    pre = f.new_label("lanes.pre")
+    f.term(f"br label %{pre}")
+    f.label(pre)
+    loop, done = f.new_label("lanes.loop"), f.new_label("lanes.done")
+    f.term(f"br label %{loop}")
+    f.label(loop)
+    i, acc = f.tmp(), f.tmp()
+    f.emit(f"{i} = phi i32 [ 0, %{pre} ], [ %INEXT, %LATCH ]")
+    phi_i = len(f.lines) - 1
+    f.emit(f"{acc} = phi {init_ty} [ {init_val}, %{pre} ], [ %ACCNEXT, %LATCH ]")
+    phi_acc = len(f.lines) - 1
+    nxt = body(i, acc)
+    latch = f.new_label("lanes.latch")
+    f.term(f"br label %{latch}")
+    f.label(latch)
+    inext = f.op(f"add nuw i32 {i}, 1")
+    more = f.op(f"icmp ult i32 {inext}, 32")
+    f.term(f"br i1 {more}, label %{loop}, label %{done}")
+    f.label(done)
+    f.lines[phi_i] = f.lines[phi_i].replace("%INEXT", inext).replace("%LATCH", f"%{latch}")
+    f.lines[phi_acc] = f.lines[phi_acc].replace("%ACCNEXT", nxt).replace("%LATCH", f"%{latch}")
+    return acc
+
+
+def _lane_bit(em, members, i):
+    f = em.f
+    return f.op(f"trunc i32 {f.op(f'lshr i32 {members}, {i}')} to i1")
+
+
+@amd_handles("match")
+def op_match(em, ins):
+    ts = T.types_in(ins.mods)
+    t = ts[-1] if ts else "b32"
+    f = em.f
+    ops = ins.operands
+    dst = ops[0]
+    wide = T.bits_of(t) == 64
+    a = em.read(ops[1], "b64" if wide else "b32")
+    mask = em.read(ops[2], "u32")
+    members = f.op(f"and i32 {em.ballot('true')}, {mask}")
+    if wide:
+        lo = f.op(f"trunc i64 {a} to i32")
+        hi = f.op(f"trunc i64 {f.op(f'lshr i64 {a}, 32')} to i32")
+
+    def body(i, acc):
+        if wide:
+            vlo, vhi = em.read_lane(lo, i), em.read_lane(hi, i)
+            eq = f.op(f"and i1 {f.op(f'icmp eq i32 {vlo}, {lo}')}, {f.op(f'icmp eq i32 {vhi}, {hi}')}")
+        else:
+            eq = f.op(f"icmp eq i32 {em.read_lane(a, i)}, {a}")
+        take = f.op(f"and i1 {eq}, {_lane_bit(em, members, i)}")
+        bit = f.op(f"shl i32 {f.op(f'zext i1 {take} to i32')}, {i}")
+        return f.op(f"or i32 {acc}, {bit}")
+    same = _lane_loop(em, "i32", "0", body)
+    if "all" in ins.mods:
+        allsame = f.op(f"icmp eq i32 {same}, {members}")
+        r = f.op(f"select i1 {allsame}, i32 {mask}, i32 0")
+        if isinstance(dst, A.PredPair):
+            em.write(dst.first, r, "b32")
+            em.write(dst.second, allsame, "pred")
+        else:
+            em.write(dst, r, "b32")
+    else:
+        em.write(dst.first if isinstance(dst, A.PredPair) else dst, same, "b32")
+
+
+REDUX = {"add": ("add", "0", "0"), "and": ("and", "-1", "-1"), "or": ("or", "0", "0"),
+         "xor": ("xor", "0", "0"), "min": ("umin", "-1", "2147483647"), "max": ("umax", "0", "-2147483648")}
+
+
+@amd_handles("redux")
+def op_redux(em, ins):
+    ts = T.types_in(ins.mods)
+    t = ts[-1] if ts else None
+    op = next((m for m in ins.mods if m in REDUX), None)
+    if op is None or t is None or T.is_float(t) or T.bits_of(t) != 32:
+        unsupported(ins)
+    f = em.f
+    signed = T.is_signed(t)
+    kind, ident_u, ident_s = REDUX[op]
+    ident = ident_s if signed else ident_u
+    if signed and kind in ("umin", "umax"):
+        kind = "s" + kind[1:]
+    ops = ins.operands
+    a = em.read(ops[1], "b32")
+    members = f.op(f"and i32 {em.ballot('true')}, {em.read(ops[2], 'u32')}")
+
+    def body(i, acc):
+        v = em.read_lane(a, i)
+        if kind in ("add", "and", "or", "xor"):
+            n = f.op(f"{kind} i32 {acc}, {v}")
+        else:
+            n = em.call(f"llvm.{kind}.i32", "i32", [("i32", acc), ("i32", v)])
+        return f.op(f"select i1 {_lane_bit(em, members, i)}, i32 {n}, i32 {acc}")
+    em.write(ops[0], _lane_loop(em, "i32", ident, body), t)
+
+
+# ------------------------------------------------------------------ math
+
+@amd_handles("sin", "cos", "lg2", "ex2", "tanh")
+def op_transcendental(em, ins):
+    from ptx.codegen.ops_float import ftz
+    t = one_type(ins)
+    f = em.f
+    mods = set(ins.mods)
+    if "approx" not in mods:
+        semantic(ins, f"{ins.opcode} needs .approx")
+    ty = T.llvm_type(t)
+    if ty in ("double", "<2 x double>"):
+        raise PTXUnsupportedError(f"{ins.opcode}.approx.f64 has no AMDGPU instruction",
+                                  ins.pos.line, ins.pos.col)
+    a = em.read(ins.operands[1], t)
+    if "ftz" in mods:
+        a = ftz(em, a, t)
+    lanes = 2 if ty.startswith("<") else 1
+    elem = ty.split(" x ")[-1].rstrip(">") if lanes == 2 else ty
+    outs = []
+    for i in range(lanes):
+        x = f.op(f"extractelement {ty} {a}, i32 {i}") if lanes == 2 else a
+        xf = f.op(f"fpext {elem} {x} to float") if elem != "float" else x
+        if ins.opcode == "tanh":
+            r = _tanh_f32(em, xf)
+        else:
+            name = {"sin": "sin", "cos": "cos", "lg2": "log2", "ex2": "exp2"}[ins.opcode]
+            r = em.call(f"llvm.{name}.f32", "float", [("float", xf)])
+        outs.append(f.op(f"fptrunc float {r} to {elem}") if elem != "float" else r)
+    if lanes == 2:
+        r = f.op(f"insertelement {ty} poison, {elem} {outs[0]}, i32 0")
+        r = f.op(f"insertelement {ty} {r}, {elem} {outs[1]}, i32 1")
+    else:
+        r = outs[0]
+    if "ftz" in mods:
+        r = ftz(em, r, t)
+    em.write(ins.operands[0], r, t)
+
+
+def _tanh_f32(em, x):
+    """tanh(x) = sign(x) * (1 - 2 / (2^(2|x| log2 e) + 1)); below |x| = 2^-4 an odd polynomial keeps
+    the relative error far inside tanh.approx's 2^-10.7 (the subtraction would cancel there)."""
+    f = em.f
+    ax = em.call("llvm.fabs.f32", "float", [("float", x)])
+    e = em.call("llvm.exp2.f32", "float", [("float", f.op(f"fmul float {ax}, 0x4007154760000000"))])
+    e1 = f.op(f"fadd float {e}, 1.0")
+    big = f.op(f"fsub float 1.0, {f.op(f'fdiv float 2.0, {e1}')}")
+    big = em.call("llvm.copysign.f32", "float", [("float", big), ("float", x)])
+    x2 = f.op(f"fmul float {x}, {x}")
+    poly = f.op(f"fmul float {x2}, 0x3FC1111120000000")             # 2/15
+    poly = f.op(f"fadd float {poly}, 0xBFD5555560000000")            # -1/3
+    poly = f.op(f"fmul float {poly}, {x2}")
+    px = f.op(f"fmul float {poly}, {x}")
+    small = f.op(f"fadd float {px}, {x}")
+    tiny = f.op(f"fcmp olt float {ax}, 0x3FB0000000000000")         # 2^-4
+    return f.op(f"select i1 {tiny}, float {small}, float {big}")
+
+
+# ------------------------------------------------------------------ control
+
+@amd_handles("trap")
+def op_trap(em, ins):
+    em.abort("1")
+
+
+@amd_handles("call")
+def op_call(em, ins):
+    from ptx.codegen.ops_ctrl import _call_parts
+    rets, target, args, proto = _call_parts(ins)
+    name = getattr(target, "name", None)
+    callee = em.m.func_decls.get(name)
+    if name in ("vprintf", "malloc", "free", "__assertfail") and (callee is None or callee.body is None):
+        if name == "__assertfail":
+            # the GPU stops the kernel; the HIP runtime reports the fault (the message is not printed)
+            em.abort("2")
+            return
+        raise PTXUnsupportedError(f"{name} in device code is not supported on AMD GPUs yet",
+                                  ins.pos.line, ins.pos.col)
+    FE.HANDLERS["call"](em, ins)
