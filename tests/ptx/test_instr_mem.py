@@ -4,7 +4,8 @@ params of each scalar type, generic addressing through cvta.
 References checked on an NVIDIA H200 (driver 580, PTX JIT for sm_86), 2026-11-29: every test here passed
 with PTXKIT_BACKEND=cuda (see ptxkit.py); the corrections that hardware forced are noted where they apply.
 Written after the hardware runs, so not run there: the .nc/ldu/.ca vector loads, test_static_and_dynamic_shared_do_not_overlap,
-test_narrow_loads_extend_into_wide_registers and test_struct_param_by_value.
+test_narrow_loads_extend_into_wide_registers, test_struct_param_by_value, test_cp_async_with_zero_fill
+and test_nanosleep_pmevent.
 """
 
 import numpy as np
@@ -526,3 +527,77 @@ def test_struct_param_by_value(rng):
     w = blob.view(np.uint32)
     K.check_equal(out.view(np.uint32)[:2], np.array([w[1], w[0]], np.uint32), [], "u32 fields")
     K.check_equal(out[1:], blob[1:], [], "u64 and f64 fields")
+
+
+# ---------------------------------------------------------------- cp.async (sm_80): global -> shared copies
+
+KS.add("cp_async", """
+.visible .entry cp_async(.param .u64 src, .param .u64 dst)
+{
+.reg .u32 %t, %r, %v0, %v1, %v2, %v3;
+.reg .u64 %g, %s, %off, %o;
+.shared .align 16 .b8 stage[4096];
+mov.u32 %t, %tid.x;
+ld.param.u64 %g, [src]; cvta.to.global.u64 %g, %g;
+mul.wide.u32 %off, %t, 64;
+add.u64 %g, %g, %off;
+mov.u64 %s, stage;
+add.u64 %s, %s, %off;
+cp.async.ca.shared.global [%s], [%g], 4;
+cp.async.ca.shared.global [%s+4], [%g+4], 4;
+cp.async.ca.shared.global [%s+8], [%g+8], 8;
+cp.async.cg.shared.global [%s+16], [%g+16], 16;
+cp.async.commit_group;
+cp.async.ca.shared.global [%s+32], [%g+32], 16, 8;
+cp.async.cg.shared.global [%s+48], [%g+48], 16, 0;
+cp.async.commit_group;
+cp.async.wait_group 1;
+cp.async.wait_all;
+bar.sync 0;
+mov.u32 %r, %ntid.x;
+sub.u32 %r, %r, 1;
+sub.u32 %r, %r, %t;
+mul.wide.u32 %o, %r, 64;
+mov.u64 %s, stage;
+add.u64 %s, %s, %o;
+ld.param.u64 %g, [dst]; cvta.to.global.u64 %g, %g;
+add.u64 %g, %g, %off;
+ld.shared.v4.u32 {%v0, %v1, %v2, %v3}, [%s];
+st.global.v4.u32 [%g], {%v0, %v1, %v2, %v3};
+ld.shared.v4.u32 {%v0, %v1, %v2, %v3}, [%s+16];
+st.global.v4.u32 [%g+16], {%v0, %v1, %v2, %v3};
+ld.shared.v4.u32 {%v0, %v1, %v2, %v3}, [%s+32];
+st.global.v4.u32 [%g+32], {%v0, %v1, %v2, %v3};
+ld.shared.v4.u32 {%v0, %v1, %v2, %v3}, [%s+48];
+st.global.v4.u32 [%g+48], {%v0, %v1, %v2, %v3};
+ret;
+}
+""")
+
+
+def test_cp_async_with_zero_fill(rng):
+    """4/8/16-byte cp.async copies land in shared memory once waited for; with a src-size operand the
+    bytes past it are zero-filled (16, 8 copies 8 bytes; 16, 0 copies none)."""
+    threads = 64
+    src = K.rand_ints(rng, "u8", threads * 64)
+    dst = K.poison((threads * 64,), np.uint8, rng)
+    K.launch(KS.kernel("cp_async"), 1, threads, [src, dst])
+    want = src.reshape(threads, 64)[::-1].copy()
+    want[:, 40:64] = 0
+    K.check_equal(dst.reshape(threads, 64)[:, :40].reshape(-1), want[:, :40].reshape(-1), [], "copied bytes")
+    K.check_equal(dst.reshape(threads, 64)[:, 40:].reshape(-1), want[:, 40:].reshape(-1), [], "zero-filled bytes")
+
+
+KS.add("hints_and_sleep", K.elementwise("hints_and_sleep", """
+nanosleep.u32 100;
+nanosleep.u32 %a;
+pmevent 3;
+add.u32 %d, %a, 9;
+""", [("a", "u32")], [("d", "u32")]))
+
+
+def test_nanosleep_pmevent(rng):
+    """Instructions with no architectural result must not disturb the ones that have one."""
+    a = rng.integers(0, 2000, N).astype(np.uint32)
+    (got,) = K.run_elementwise(KS, "hints_and_sleep", [a], ["u32"], rng)
+    K.check_equal(got, a + np.uint32(9), [a], "after nanosleep/pmevent")
