@@ -342,6 +342,18 @@ class FunctionEmitter:
             if base == "%ntid":
                 return self.ntid(i), "i32"
             return self.nctaid(i), "i32"
+        # no cluster launches: every CTA is a cluster of one
+        if base in ("%clusterid", "%nclusterid", "%cluster_ctaid", "%cluster_nctaid") and c in comp:
+            i = comp[c]
+            if base == "%clusterid":
+                return self.ctaid[i], "i32"
+            if base == "%nclusterid":
+                return self.nctaid(i), "i32"
+            return ("0" if base == "%cluster_ctaid" else "1"), "i32"
+        if name in ("%cluster_ctarank", "%is_explicit_cluster"):
+            return ("0", "i1") if name == "%is_explicit_cluster" else ("0", "i32")
+        if name == "%cluster_nctarank":
+            return "1", "i32"
         if name == "%laneid":
             return f.op(f"and i32 {self.linear_tid()}, 31"), "i32"
         if name == "%warpid":

@@ -122,6 +122,9 @@ def op_bar(em, ins):
     ops = list(ins.operands)
     red = "red" in mods
     dest = ops.pop(0) if red else None
+    if "cluster" in mods:
+        # no cluster launches: the cluster is this CTA, so waiting is a block barrier
+        ops = [A.Imm(0, ins.pos)]
     bar_id = em.read(ops[0], "u32")
     count = em.read(ops[1], "u32") if len(ops) > 2 or (len(ops) == 2 and not red) else "0"
     pred = em.read(ops[-1], "pred") if red else "false"
