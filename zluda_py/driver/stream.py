@@ -32,7 +32,10 @@ _tls = threading.local()
 
 
 class Stream:
-    """kind: 'user' (has a handle), 'legacy' (handle 0x1), 'per_thread' (handle 0x2)."""
+    """kind: 'user' (has a handle), 'legacy' (handle 0x1), 'per_thread' (handle 0x2).
+    `capture` is the CaptureRecorder (driver/capture.py) while the stream is being captured."""
+
+    capture = None
 
     def __init__(self, ctx, flags: int = 0, priority: int = 0, kind: str = "user"):
         self.ctx = ctx
@@ -60,6 +63,8 @@ class Stream:
 
     def begin(self):
         """The backend stream, made to wait first for what CUDA's legacy-stream rules say it must."""
+        if self.capture is not None:
+            return self.capture
         if self.kind == "legacy":
             ctx = self.ctx
             if not ctx.streams and not ctx.per_thread_streams:
@@ -216,6 +221,9 @@ def _wait_event(s, hevent, flags):
     if flags & ~0x1:
         raise CudaError(CUDA_ERROR_INVALID_VALUE, f"invalid wait flags {flags:#x}")
     ev = event_from_handle(hevent)
+    from zluda_py.driver.capture import join_if_captured
+    if join_if_captured(s, ev.backend):
+        return
     s.begin().wait(ev.backend)
 
 
@@ -315,11 +323,6 @@ def _get_device(pt, h, out):
     cmem.write_i32(out, _info_stream(h, pt).ctx.device, "device")
 
 
-def _is_capturing(pt, h, out):
-    _info_stream(h, pt)
-    cmem.write_u32(out, 0, "captureStatus")   # CU_STREAM_CAPTURE_STATUS_NONE: capture is not implemented
-
-
 def _attach_mem_async(pt, h, dptr, length, flags):
     resolve_stream(h, pt)
     if flags not in (1, 2, 4):
@@ -332,7 +335,6 @@ _exports_pair("cuStreamGetCtx", _get_ctx)
 _exports_pair("cuStreamGetCtx_v2", _get_ctx_v2)
 _exports_pair("cuStreamGetId", _get_id)
 _exports_pair("cuStreamGetDevice", _get_device)
-_exports_pair("cuStreamIsCapturing", _is_capturing)
 _exports_pair("cuStreamAttachMemAsync", _attach_mem_async)
 
 
@@ -381,21 +383,7 @@ _exports_pair("cuStreamSetAttribute", _set_attribute)
 _exports_pair("cuStreamCopyAttributes", _copy_attributes)
 
 
-# --- capture status: stream capture (graphs) is not implemented, so no stream is ever capturing -----------
-def _get_capture_info(pt, h, status_out, id_out, *graph_outs):
-    _info_stream(h, pt)
-    cmem.write_u32(status_out, 0, "captureStatus_out")      # CU_STREAM_CAPTURE_STATUS_NONE
-    if id_out:
-        cmem.write_u64(id_out, 0)
-    for out in graph_outs:               # graph, dependencies, [edge data,] count: all empty
-        if out:
-            cmem.write_u64(out, 0)
-
-
-_exports_pair("cuStreamGetCaptureInfo", _get_capture_info)
-_exports_pair("cuStreamGetCaptureInfo_v2", _get_capture_info)
-_exports_pair("cuStreamGetCaptureInfo_v3", _get_capture_info)
-
+# --- capture mode (stream capture itself lives in driver/capture.py) ------------------------------------
 _capture_mode = threading.local()
 
 

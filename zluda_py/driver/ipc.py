@@ -1,0 +1,209 @@
+"""Inter-process memory handles on a backend whose device memory is host memory: cuIpcGetMemHandle moves the
+allocation's pages, in place and with their contents, onto a memfd mapped MAP_SHARED at the same address;
+another process maps that memfd (through /proc/<pid>/fd) and sees the same bytes.
+
+Limits: the shared range is the allocation rounded out to whole pages, so an allocation sharing a page with
+another exported one shares that page through the first export only; event handles work within a process."""
+
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+import threading
+
+import _cffi_backend
+import cffi
+
+from zluda_py import cmem
+from zluda_py.dispatch import export
+from zluda_py.driver import context as ctxmod, init
+from zluda_py.driver.allocations import INDEX, Allocation
+from zluda_py.errors import (CudaError, CUDA_ERROR_INVALID_CONTEXT, CUDA_ERROR_INVALID_HANDLE,
+                             CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_MAP_FAILED, CUDA_ERROR_NOT_SUPPORTED)
+
+HANDLE_SIZE = 64
+_MAGIC = b"ZLIPCMEM"
+_EVENT_MAGIC = b"ZLIPCEVT"
+_MEM = struct.Struct("<8siiQQQQ")       # magic, pid, fd, offset of the allocation in the mapping, mapping
+                                        # length, allocation size, export id
+_EVT = struct.Struct("<8siiQ")          # magic, pid, 0, event handle
+CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 0x1
+
+_ffi = cffi.FFI()
+_ffi.cdef("""
+    void *mmap(void *addr, size_t length, int prot, int flags, int fd, long offset);
+    int munmap(void *addr, size_t length);
+""")
+_libc = _ffi.dlopen(None)
+_PAGE = mmap.PAGESIZE
+_MAP_FAILED = 2 ** 64 - 1
+_MAP_FIXED = 0x10        # Linux; Python's mmap module does not export it
+_lock = threading.Lock()
+_memmove_holding_gil = _cffi_backend.memmove
+_null = _ffi.cast("char *", 0)
+_exports: dict = {}       # allocation base -> (fd, page start, length, export id)
+_imports: dict = {}       # imported address -> (mapping address, length, owner, refcount)
+_export_ids = iter(range(1, 1 << 62))
+
+
+def _mmap(addr, length, flags, fd):
+    p = _libc.mmap(_ffi.cast("void *", addr), length, mmap.PROT_READ | mmap.PROT_WRITE, flags, fd, 0)
+    got = int(_ffi.cast("uintptr_t", p))
+    if got == _MAP_FAILED:
+        raise CudaError(CUDA_ERROR_MAP_FAILED, f"mmap of {length} bytes failed: {os.strerror(_ffi.errno)}")
+    return got
+
+
+def _export(a: Allocation) -> tuple:
+    """(fd, page start, length, export id) of the allocation's shared mapping, made on first use."""
+    found = _exports.get(a.base)
+    if found is not None:
+        return found
+    start = a.base & ~(_PAGE - 1)
+    length = (a.end - start + _PAGE - 1) & ~(_PAGE - 1)
+    # Nothing may write the range while its pages are swapped: finish the device's work first.
+    if a.ctx is not None and not a.ctx.destroyed:
+        a.ctx.synchronize(check=False)
+    for other in (INDEX.find(start), INDEX.find(start + length - 1)):
+        if other is not None and other is not a and other.base in _exports:
+            raise CudaError(CUDA_ERROR_NOT_SUPPORTED, f"{a.base:#x} shares a page with an exported allocation")
+    fd = os.memfd_create("zluda-ipc", os.MFD_CLOEXEC)
+    try:
+        os.ftruncate(fd, length)
+        # The head and tail pages may hold the host allocator's other blocks: the copy and the swap happen
+        # without releasing the GIL (no Python thread can write them meanwhile) and back to back.
+        staging = _mmap(0, length, mmap.MAP_SHARED, fd)
+        try:
+            _memmove_holding_gil(_null + staging, _null + start, length)
+            _mmap(start, length, mmap.MAP_SHARED | _MAP_FIXED, fd)
+        finally:
+            _libc.munmap(_ffi.cast("void *", staging), length)
+    except BaseException:
+        os.close(fd)
+        raise
+    found = _exports[a.base] = (fd, start, length, next(_export_ids))
+    return found
+
+
+@export("cuIpcGetMemHandle")
+def ipc_get_mem_handle(out, dptr):
+    init.require_init()
+    if not out:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, "pHandle is NULL")
+    a = INDEX.find(dptr)
+    if a is None or a.kind not in ("device", "pool"):
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{dptr:#x} is not device memory")
+    with _lock:
+        fd, start, length, ident = _export(a)
+    raw = _MEM.pack(_MAGIC, os.getpid(), fd, a.base - start, length, a.size, ident)
+    cmem.write_bytes(out, raw + b"\0" * (HANDLE_SIZE - len(raw)))
+
+
+class _ImportOwner:
+    """The context an imported range belongs to, seen through a wrapper so context teardown's generic
+    memory release (which frees backend allocations) leaves it to this module."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+
+    def __getattr__(self, name):
+        return getattr(self.ctx, name)
+
+
+def _open_mem(pdptr, handle_addr, flags):
+    ctx = ctxmod.current_context()
+    if not pdptr:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, "pdptr is NULL")
+    if flags & ~CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, f"invalid flags {flags:#x}")
+    magic, pid, fd, offset, length, size, ident = _MEM.unpack(cmem.read_bytes(handle_addr, _MEM.size, "handle"))
+    if magic != _MAGIC:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, "not a memory handle of this driver")
+    if pid == os.getpid():
+        # CUDA refuses to open a handle in the process that made it.
+        raise CudaError(CUDA_ERROR_INVALID_CONTEXT, "the handle was made by this process")
+    with _lock:
+        for addr, (base, mlen, owner, refs, key) in _imports.items():
+            if key == (pid, ident):
+                _imports[addr] = (base, mlen, owner, refs + 1, key)
+                cmem.write_ptr(pdptr, addr)
+                return
+        try:
+            local = os.open(f"/proc/{pid}/fd/{fd}", os.O_RDWR)
+        except OSError as e:
+            raise CudaError(CUDA_ERROR_INVALID_HANDLE, f"cannot reach process {pid}'s memory: {e.strerror}") from None
+        try:
+            base = _mmap(0, length, mmap.MAP_SHARED, local)
+        finally:
+            os.close(local)
+        owner = _ImportOwner(ctx)
+        addr = base + offset
+        INDEX.add(Allocation(addr, size, "device", owner, ctx.device))
+        _imports[addr] = (base, length, owner, 1, (pid, ident))
+    cmem.write_ptr(pdptr, addr)
+
+
+export("cuIpcOpenMemHandle")(_open_mem)
+export("cuIpcOpenMemHandle_v2")(_open_mem)
+
+
+def _unmap(addr) -> None:
+    base, length, owner, refs, key = _imports.pop(addr)
+    a = INDEX.at_base(addr)
+    if a is not None:
+        INDEX.remove(a)
+    _libc.munmap(_ffi.cast("void *", base), length)
+
+
+@export("cuIpcCloseMemHandle")
+def ipc_close_mem_handle(dptr):
+    init.require_init()
+    with _lock:
+        entry = _imports.get(dptr)
+        if entry is None:
+            raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{dptr:#x} is not an opened IPC memory handle")
+        base, length, owner, refs, key = entry
+        if not owner.ctx.destroyed and not owner.ctx.idle():
+            owner.ctx.synchronize(check=False)
+        if refs > 1:
+            _imports[dptr] = (base, length, owner, refs - 1, key)
+        else:
+            _unmap(dptr)
+
+
+@ctxmod.on_any_teardown
+def _close_context_imports(ctx) -> None:
+    with _lock:
+        for addr in [addr for addr, e in _imports.items() if e[2].ctx is ctx]:
+            _unmap(addr)
+
+
+# --- events ---------------------------------------------------------------------------------------------
+@export("cuIpcGetEventHandle")
+def ipc_get_event_handle(out, hevent):
+    from zluda_py.driver.event import CU_EVENT_INTERPROCESS, event_from_handle
+    ev = event_from_handle(hevent)
+    if not out:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, "pHandle is NULL")
+    if not ev.flags & CU_EVENT_INTERPROCESS:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, "the event was not created with CU_EVENT_INTERPROCESS")
+    raw = _EVT.pack(_EVENT_MAGIC, os.getpid(), 0, ev.handle)
+    cmem.write_bytes(out, raw + b"\0" * (HANDLE_SIZE - len(raw)))
+
+
+@export("cuIpcOpenEventHandle")
+def ipc_open_event_handle(out, handle_addr):
+    from zluda_py.driver.event import event_from_handle
+    init.require_init()
+    if not out:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, "phEvent is NULL")
+    magic, pid, _, h = _EVT.unpack(cmem.read_bytes(handle_addr, _EVT.size, "handle"))
+    if magic != _EVENT_MAGIC:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, "not an event handle of this driver")
+    if pid != os.getpid():
+        # A CPU event lives in its process's memory; sharing completion across processes would need the
+        # backend's events in shared memory.
+        raise CudaError(CUDA_ERROR_NOT_SUPPORTED, "event handles from another process are not supported")
+    cmem.write_ptr(out, event_from_handle(h).handle)
+
