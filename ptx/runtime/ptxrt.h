@@ -29,7 +29,7 @@ typedef struct ptx_worker {
     uint32_t grid_phase;            /* cooperative launches: grid barriers this block has passed (else 0) */
     struct ptx_launch_state *state;
     void *rt_private;               /* runtime-private (which worker/fiber this is); never touched by
-                                       generated code. Appended after the original layout. */
+                                       generated code. Last, so the fields above keep their offsets. */
 } ptx_worker;
 
 /* Generated per kernel: run linear blocks [first, last) (x fastest, then y, then z).
