@@ -62,7 +62,7 @@ class CaptureRecorder(BackendStream):
         self.capture = capture
         self.stream = stream
         self.deps = list(deps)
-        self.deps_buffer = None      # C array handed out by cuStreamGetCaptureInfo
+        self.deps_buffer = self.edges_buffer = None      # C arrays handed out by cuStreamGetCaptureInfo
 
     def _add(self, node) -> None:
         self.capture.graph.add(node, self.deps)
@@ -205,16 +205,19 @@ def _capture_info(pt, h, status_out, id_out, graph_out=0, deps_out=0, edge_out=0
     if graph_out:
         cmem.write_ptr(graph_out, rec.capture.graph.handle if rec else 0)
     if deps_out or edge_out:
-        addr = 0
+        addr = edges = 0
         if rec is not None and rec.deps:
             from zluda_py.cmem import ffi
-            # The array must stay valid until the stream's next capture call: kept on the recorder.
+            # The arrays must stay valid until the stream's next capture call: kept on the recorder. Edge
+            # data (CUgraphEdgeData, 8 bytes) is all zero: default edges.
             rec.deps_buffer = ffi.new("uint64_t[]", [n.handle for n in rec.deps])
+            rec.edges_buffer = ffi.new("uint64_t[]", len(rec.deps))
             addr = int(ffi.cast("uintptr_t", rec.deps_buffer))
+            edges = int(ffi.cast("uintptr_t", rec.edges_buffer))
         if deps_out:
             cmem.write_ptr(deps_out, addr)
         if edge_out:
-            cmem.write_ptr(edge_out, 0)     # NULL: all edges are default edges
+            cmem.write_ptr(edge_out, edges)
     if count_out:
         cmem.write_u64(count_out, len(rec.deps) if rec else 0)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 
 from zluda_py import cmem, handles, log
+from zluda_py.cmem import ffi
 from zluda_py.dispatch import export
 from zluda_py.driver import init
 from zluda_py.driver.graph import graph_from_handle
@@ -39,7 +40,6 @@ class UserObject:
             self._destroy()
 
     def _destroy(self) -> None:
-        from zluda_py.cmem import ffi
         try:
             ffi.cast("void(*)(void *)", self.destroy_fn)(ffi.cast("void *", self.ptr))
         except Exception as e:  # noqa: BLE001 - a foreign destructor must not take the driver down
