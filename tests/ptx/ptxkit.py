@@ -1,8 +1,10 @@
 """Shared kit for the instruction tests: builds one-thread-per-element PTX kernels, runs them (on our
 compiler, or on a real GPU through libcuda when PTXKIT_BACKEND=cuda), and checks results exactly.
 
-Running the same tests against NVIDIA hardware is how the numpy references below were validated:
-    PTXKIT_BACKEND=cuda python3 -m pytest tests/ptx/test_instr_*.py
+Running the same tests against NVIDIA hardware is how the references were validated:
+    PTXKIT_BACKEND=cuda python3 -m pytest tests/ptx/test_instr_*.py     (PTXKIT_ERRLOG=f logs .approx errors)
+PTXKIT_BACKEND=null runs nothing (every test must then fail by assertion: a check of the references' code).
+Inputs are fresh random each run; a failing test prints PTXKIT_SEED=..., which reproduces it.
 """
 
 from __future__ import annotations
@@ -522,10 +524,6 @@ def round_fraction(x, fmt, mode="rn"):
     return -f if neg else f
 
 
-def to_fraction(v):
-    return Fraction(float(v))
-
-
 def float_to_bits(vals, tn):
     """Python/np float values (already representable) -> storage bit patterns of tn."""
     vals = np.asarray(vals, dtype=np.float64)
@@ -681,10 +679,6 @@ def wrap(vals, tn):
     mask = (1 << ty.bits) - 1
     u = np.array([int(v) & mask for v in vals], dtype=np.uint64 if ty.bits == 64 else np.int64)
     return u.astype(np.uint64).astype({1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[ty.size]).view(ty.np)
-
-
-def as_int_list(arr):
-    return [int(v) for v in np.asarray(arr).tolist()]
 
 
 def cases(names, xfail=None):

@@ -3,7 +3,8 @@ for few addresses. Order-independent checks: the returned old values must form o
 (sorted by value for add; a permutation for exch), and the final values must be the fold of all operands.
 References checked on an NVIDIA H200 (driver 580, PTX JIT for sm_86), 2026-11-29: every test here passed
 with PTXKIT_BACKEND=cuda (see ptxkit.py); the corrections that hardware forced are noted where they apply.
-Written after the hardware runs, so not run there: the ordered-history check for min/max/and/or (the final values were checked there).
+Written after the hardware runs, so not run there: the ordered-history check for min/max/and/or (the final
+values were checked there).
 """
 
 import numpy as np

@@ -195,7 +195,8 @@ def test_half_setp(name, rng):
 
 APPROX = {}
 for tn in ("f16", "f16x2"):
-    for op, fn, tol in (("ex2.approx", np.exp2, dict(ulps=2)), ("tanh.approx", np.tanh, dict(ulps=1, rel_err=2.0 ** -10.5))):
+    for op, fn, tol in (("ex2.approx", np.exp2, dict(ulps=2)),
+                        ("tanh.approx", np.tanh, dict(ulps=1, rel_err=2.0 ** -10.5))):
         name = K.kname(op, tn)
         KS.add(name, K.elementwise(name, f"{op}.{tn} %d, %a;", [("a", tn)], [("d", tn)]))
         APPROX[name] = (tn, fn, tol)
