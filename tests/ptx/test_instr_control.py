@@ -278,3 +278,32 @@ def test_malloc_free(rng):
     a = rng.integers(0, 1 << 30, N).astype(np.uint32)
     (got,) = K.run_elementwise(KS, "malloc_free", [a], ["u32"], rng)
     K.check_equal(got, (a * np.uint32(2) + np.uint32(15)).astype(np.uint32), [a], "malloc'd scratch")
+
+
+# inline-asm style scopes: nested blocks declare registers without '%' and shadow outer names
+KS.add("nested_scopes", K.elementwise("nested_scopes", """
+mov.u32 %t, 5;
+{
+.reg .b16 lo, hi;
+.reg .u32 %t;
+mov.b32 {lo, hi}, %a;
+mov.b32 %t, {hi, lo};
+{
+.reg .pred p;
+setp.eq.u32 p, %t, 0;
+@p mov.u32 %t, 77;
+}
+mov.u32 %d, %t;
+}
+add.u32 %d, %d, %t;
+""", [("a", "u32")], [("d", "u32")], temps=[("t", "u32")]))
+
+
+def test_nested_scopes_and_shadowing(rng):
+    """The inner %t shadows the outer one only inside its block: d = swap_halves(a) (77 if zero) + 5."""
+    a = K.rand_ints(rng, "u32", N)
+    a[:3] = 0
+    (got,) = K.run_elementwise(KS, "nested_scopes", [a], ["u32"], rng)
+    sw = ((a << np.uint32(16)) | (a >> np.uint32(16))).astype(np.uint32)
+    sw[sw == 0] = 77
+    K.check_equal(got, (sw + np.uint32(5)).astype(np.uint32), [a], "scoped registers")

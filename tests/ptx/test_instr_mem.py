@@ -6,7 +6,7 @@ with PTXKIT_BACKEND=cuda (see ptxkit.py); the corrections that hardware forced a
 Written after the hardware runs, so not run there: the .nc/ldu/.ca vector loads,
 test_static_and_dynamic_shared_do_not_overlap,
 test_narrow_loads_extend_into_wide_registers, test_struct_param_by_value, test_cp_async_with_zero_fill
-and test_nanosleep_pmevent.
+test_nanosleep_pmevent and test_kernel_param_address.
 """
 
 import numpy as np
@@ -602,3 +602,33 @@ def test_nanosleep_pmevent(rng):
     a = rng.integers(0, 2000, N).astype(np.uint32)
     (got,) = K.run_elementwise(KS, "hints_and_sleep", [a], ["u32"], rng)
     K.check_equal(got, a + np.uint32(9), [a], "after nanosleep/pmevent")
+
+
+KS.add("param_address", """
+.visible .entry param_address(.param .align 8 .b8 s[16], .param .u64 out)
+{
+.reg .u32 %a, %b;
+.reg .u64 %q, %g, %p, %c;
+mov.b64 %q, s;
+ld.param.u32 %a, [%q+4];
+cvta.param.u64 %g, %q;
+ld.u32 %b, [%g];
+ld.u64 %c, [%g+8];
+ld.param.u64 %p, [out]; cvta.to.global.u64 %p, %p;
+st.global.u32 [%p], %a;
+st.global.u32 [%p+4], %b;
+st.global.u64 [%p+8], %c;
+ret;
+}
+""")
+
+
+def test_kernel_param_address(rng):
+    """The address of a kernel param (mov of its name), read through ld.param and, after cvta.param,
+    through a generic load: what nvcc 12+ emits when a by-value struct's address is taken."""
+    blob = K.rand_ints(rng, "u64", 2)
+    out = K.poison((2,), np.uint64, rng)
+    K.launch(KS.kernel("param_address"), 1, 1, [blob.tobytes(), out])
+    w = blob.view(np.uint32)
+    K.check_equal(out.view(np.uint32)[:2], np.array([w[1], w[0]], np.uint32), [], "param words")
+    K.check_equal(out[1:], blob[1:], [], "param u64 via generic")
