@@ -2,7 +2,8 @@
 barriers with bar.arrive (producer/consumer), and threads that exit before a barrier releasing it.
 References checked on an NVIDIA H200 (driver 580, PTX JIT for sm_86), 2026-11-29: every test here passed
 with PTXKIT_BACKEND=cuda (see ptxkit.py); the corrections that hardware forced are noted where they apply.
-Written after the hardware runs, so not run there: test_values_live_across_barriers.
+Written after the hardware runs, so not run there: test_values_live_across_barriers,
+test_two_named_barriers_with_partial_counts.
 """
 
 import numpy as np
@@ -270,3 +271,50 @@ def test_values_live_across_barriers(block, rng):
                   [a], "f64")
     K.check_equal(np.ascontiguousarray(out[:, 4:6]).view(np.uint64)[:, 0], a.astype(np.uint64) ** 2, [a], "u64")
     K.check_equal(out[:, 6], odd.astype(np.uint32), [a], "predicate")
+
+
+KS.add("two_named_groups", """
+.visible .entry two_named_groups(.param .u64 src, .param .u64 dst)
+{
+.reg .u32 %t, %v, %r, %base;
+.reg .u64 %p, %off, %s;
+.reg .pred %low;
+.shared .align 4 .u32 xbuf[128];
+mov.u32 %t, %tid.x;
+ld.param.u64 %p, [src]; cvta.to.global.u64 %p, %p;
+mul.wide.u32 %off, %t, 4; add.u64 %p, %p, %off;
+ld.global.u32 %v, [%p];
+mov.u64 %s, xbuf; add.u64 %s, %s, %off;
+st.shared.u32 [%s], %v;
+setp.lt.u32 %low, %t, 64;
+@%low bra $LOW;
+bar.sync 2, 64;
+mov.u32 %base, 64;
+bra.uni $READ;
+$LOW:
+bar.sync 1, 64;
+mov.u32 %base, 0;
+$READ:
+sub.u32 %r, %t, %base;
+xor.b32 %r, %r, 63;
+add.u32 %r, %r, %base;
+mul.wide.u32 %off, %r, 4;
+mov.u64 %s, xbuf; add.u64 %s, %s, %off;
+ld.shared.u32 %v, [%s];
+ld.param.u64 %p, [dst]; cvta.to.global.u64 %p, %p;
+mul.wide.u32 %off, %t, 4; add.u64 %p, %p, %off;
+st.global.u32 [%p], %v;
+ret;
+}
+""")
+
+
+def test_two_named_barriers_with_partial_counts(rng):
+    """Warps 0-1 meet at barrier 1 and warps 2-3 at barrier 2 (64 threads each); each half exchanges
+    values within itself only."""
+    src = K.rand_ints(rng, "u32", 128)
+    dst = K.poison((128,), np.uint32, rng)
+    K.launch(KS.kernel("two_named_groups"), 3, 128, [src, dst])
+    t = np.arange(128)
+    base = np.where(t < 64, 0, 64)
+    K.check_equal(dst, src[((t - base) ^ 63) + base], [src], "exchange within each group")
