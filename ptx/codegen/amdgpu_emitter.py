@@ -45,6 +45,15 @@ class AmdModuleContext(ModuleContext):
         self.kernel_dynamic_base = 0      # LDS offset of `extern .shared` in the kernel being emitted
         self.bar_red_offset = None        # LDS scratch word of bar.red in that kernel
 
+    def add_helper(self, name, text):
+        from ptx.codegen.amdgpu_rounding import replacement
+        r = replacement(name)
+        if r is not None:
+            decls, text = r
+            for d in decls:
+                self.declare(d)
+        super().add_helper(name, text)
+
     def global_symbol(self, name):
         g = self.global_syms.get(name)
         if g is not None:

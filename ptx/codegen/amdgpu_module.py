@@ -54,11 +54,57 @@ def _emit_global(d: A.VarDecl, mctx, out):
         relocs = []
         data = _init_bytes(d, size, relocs)
         if relocs:
-            raise PTXUnsupportedError(f"initialiser of {d.name} holds addresses (not supported on AMD GPUs yet)",
-                                      d.pos.line, d.pos.col)
+            ty, init = _initialiser_with_addresses(d, data, relocs, mctx)
+            out.append(f"{name} = protected addrspace(1) externally_initialized global {ty} {init}, align {align}")
+            return
         init = "[" + ", ".join(f"i8 {b}" for b in data) + "]"
     # externally_initialized: the host may write it (cuMemcpyHtoD to the symbol) before a launch
     out.append(f"{name} = protected addrspace(1) externally_initialized global [{size} x i8] {init}, align {align}")
+
+
+def _merge_byte_addresses(relocs):
+    """nvcc writes an unaligned address as 8 one-byte pieces masked 0xFF << 8k: one 8-byte address."""
+    out, i = [], 0
+    while i < len(relocs):
+        grp = relocs[i:i + 8]
+        off, size, mask, sym, addend = relocs[i]
+        if size == 1 and len(grp) == 8 and all(
+                g[0] == off + k and g[1] == 1 and g[2] == 0xFF << (8 * k) and g[3] == sym and g[4] == addend
+                for k, g in enumerate(grp)):
+            out.append((off, 8, 0, sym, addend))
+            i += 8
+        else:
+            out.append(relocs[i])
+            i += 1
+    return out
+
+
+def _initialiser_with_addresses(d, data, relocs, mctx):
+    """A packed struct of byte runs and 64-bit addresses (the loader relocates them)."""
+    types, vals, pos = [], [], 0
+
+    def run(b):
+        types.append(f"[{len(b)} x i8]")
+        vals.append(f"[{len(b)} x i8] [" + ", ".join(f"i8 {x}" for x in b) + "]")
+    for off, size, mask, sym, addend in _merge_byte_addresses(sorted(relocs)):
+        if size != 8 or mask:
+            raise PTXUnsupportedError(f"initialiser of {d.name}: a {size}-byte or masked address of {sym}",
+                                      d.pos.line, d.pos.col)
+        if off > pos:
+            run(data[pos:off])
+        if sym in mctx.module_var_names:
+            types.append("ptr addrspace(1)")
+            vals.append(f'ptr addrspace(1) getelementptr (i8, ptr addrspace(1) @"{sym}", i64 {addend})')
+        elif sym in mctx.func_decls and mctx.func_decls[sym].body is not None:
+            types.append("ptr")
+            vals.append(f'ptr getelementptr (i8, ptr {llvm_name("f", sym)}, i64 {addend})')
+        else:
+            raise PTXUnsupportedError(f"initialiser of {d.name} refers to {sym}, which has no address",
+                                      d.pos.line, d.pos.col)
+        pos = off + 8
+    if pos < len(data):
+        run(data[pos:])
+    return "<{ " + ", ".join(types) + " }>", "<{ " + ", ".join(vals) + " }>"
 
 
 def _emit_device_function(func, flat, mctx):
@@ -178,6 +224,13 @@ def build_amdgpu_ir(module: A.Module, target, datalayout: str, fma_contract=Fals
     mctx = AmdModuleContext(module, target, fma_contract)
     mctx.kernel_attrs = []
     glines, funcs, bodies, kernels = [], {}, [], {}
+    mctx.module_var_names = {i.name for i in module.items
+                             if isinstance(i, A.VarDecl) and i.space in ("global", "const")}
+    for item in module.items:
+        if isinstance(item, A.Function):
+            prev = mctx.func_decls.get(item.name)
+            if prev is None or prev.body is None:
+                mctx.func_decls[item.name] = item
     for item in module.items:
         if isinstance(item, A.VarDecl):
             if item.space in ("global", "const"):
@@ -192,10 +245,6 @@ def build_amdgpu_ir(module: A.Module, target, datalayout: str, fma_contract=Fals
             else:
                 raise PTXUnsupportedError(f"module-level .{item.space} variable {item.name}",
                                           item.pos.line, item.pos.col)
-        elif isinstance(item, A.Function):
-            prev = mctx.func_decls.get(item.name)
-            if prev is None or prev.body is None:
-                mctx.func_decls[item.name] = item
     for name, fn in mctx.func_decls.items():
         if fn.body is not None:
             funcs[name] = flatten_function(fn)

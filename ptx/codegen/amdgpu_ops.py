@@ -409,6 +409,24 @@ def _tanh_f32(em, x):
 
 # ------------------------------------------------------------------ control
 
+@amd_handles("bra")
+def op_bra(em, ins):
+    """As on the CPU, minus the CPU's yield in spin loops: waves of a GPU make progress on their own."""
+    from ptx.codegen.ops_ctrl import _label_of
+    f = em.f
+    target = _label_of(em, ins.operands[0])
+    if ins.guard:
+        g = em.read(A.Reg(ins.guard[0], ins.pos), "pred")
+        fall = f.new_label("fall")
+        if ins.guard[1]:
+            f.term(f"br i1 {g}, label %{fall}, label %{target}")
+        else:
+            f.term(f"br i1 {g}, label %{target}, label %{fall}")
+        f.label(fall)
+    else:
+        f.term(f"br label %{target}")
+
+
 @amd_handles("trap")
 def op_trap(em, ins):
     em.abort("1")

@@ -48,6 +48,14 @@ def unsupported(ins, what=None):
     raise PTXUnsupportedError(f"unsupported instruction {what or name}", ins.pos.line, ins.pos.col)
 
 
+def check_mods(ins, allowed):
+    """Modifiers this translation does not know must fail loudly, never be ignored."""
+    from ptx.codegen.ptxtypes import TYPE_NAMES
+    for m in ins.mods:
+        if m not in allowed and m not in TYPE_NAMES:
+            unsupported(ins, f"{'.'.join((ins.opcode,) + tuple(ins.mods))} (modifier .{m})")
+
+
 def semantic(ins, msg):
     raise PTXSemanticError(f"{msg} in {'.'.join((ins.opcode,) + tuple(ins.mods))}",
                            ins.pos.line, ins.pos.col)

@@ -4,7 +4,7 @@ integer->float and float->float in every rounding mode, f16x2/bf16x2 packing, .f
 from __future__ import annotations
 
 from ptx.codegen import ptxtypes as T
-from ptx.codegen.function_emitter import handles, unsupported, semantic
+from ptx.codegen.function_emitter import handles, unsupported, semantic, check_mods
 from ptx.codegen.ops_float import (ROUNDING, call_strict, ftz, saturate, f32_to_bf16, bf16_to_f32,
                                    _suffix)
 
@@ -113,9 +113,13 @@ def op_cvt(em, ins):
     dt, st = ts
     f = em.f
     mods = set(ins.mods)
-    rnd = next((m for m in ins.mods if m in ROUNDING or m in IRND), None)
-    if {"satfinite"} & mods:
+    check_mods(ins, {"rn", "rz", "rm", "rp", "rni", "rzi", "rmi", "rpi", "ftz", "sat", "relu", "rna",
+                     "satfinite"})
+    if "tf32" in (dt, st):
+        return _cvt_tf32(em, ins, dt, st, mods)
+    if "rna" in mods or ("satfinite" in mods and dt not in ("f16", "bf16", "f16x2", "bf16x2")):
         unsupported(ins)
+    rnd = next((m for m in ins.mods if m in ROUNDING or m in IRND), None)
     if dt in ("f16x2", "bf16x2"):
         if st != "f32":
             unsupported(ins)
@@ -127,6 +131,8 @@ def op_cvt(em, ins):
             if "ftz" in mods:
                 x = ftz(em, x, "f32")
             y = convert_float(em, ins, x, "f32", et, rnd)
+            if "satfinite" in mods:
+                y = _satfinite(em, y, et)
             if "relu" in mods:
                 y = _relu(em, y, T.llvm_type(et))
             parts.append(y)
@@ -148,6 +154,8 @@ def op_cvt(em, ins):
                         [(T.llvm_type(st), v)])
         else:
             r = convert_float(em, ins, v, st, dt, rnd)
+        if "satfinite" in mods:
+            r = _satfinite(em, r, dt)
         if "ftz" in mods:
             r = ftz(em, r, dt)
         if "relu" in mods:
@@ -221,3 +229,50 @@ def _relu(em, r, ty):
     neg = f.op(f"fcmp ole {ty} {r}, {'zeroinitializer' if ty.startswith('<') else '0.0'}")
     z = "zeroinitializer" if ty.startswith("<") else "0.0"
     return f.op(f"select i1 {neg}, {ty} {z}, {ty} {r}")
+
+
+MAX_FINITE_BITS = {"f16": ("i16", 0x7BFF, 0x7C00, 0x7FFF), "bf16": ("i16", 0x7F7F, 0x7F80, 0x7FFF)}
+
+
+def _satfinite(em, r, t):
+    """.satfinite: an infinite result becomes the largest finite value of its sign; NaN stays NaN."""
+    f = em.f
+    ity, maxb, infb, nanb = MAX_FINITE_BITS[t]
+    ty = T.llvm_type(t)
+    b = f.op(f"bitcast {ty} {r} to {ity}")
+    mag = f.op(f"and {ity} {b}, 32767")
+    sign = f.op(f"and {ity} {b}, -32768")
+    is_inf = f.op(f"icmp eq {ity} {mag}, {infb}")
+    is_nan = f.op(f"icmp ugt {ity} {mag}, {infb}")
+    nb = f.op(f"select i1 {is_inf}, {ity} {f.op(f'or {ity} {sign}, {maxb}')}, {ity} {b}")
+    nb = f.op(f"select i1 {is_nan}, {ity} {nanb}, {ity} {nb}")
+    return f.op(f"bitcast {ity} {nb} to {ty}")
+
+
+def _cvt_tf32(em, ins, dt, st, mods):
+    """cvt.{rna,rn,rz}{.satfinite}.tf32.f32: an f32 bit pattern rounded to tf32's 10 mantissa bits."""
+    f = em.f
+    if dt != "tf32" or st != "f32":
+        unsupported(ins)
+    b = em.read(ins.operands[1], "b32")
+    mag = f.op(f"and i32 {b}, 2147483647")
+    if "rna" in mods:
+        r = f.op(f"and i32 {f.op(f'add i32 {b}, 4096')}, -8192")
+    elif "rz" in mods:
+        r = f.op(f"and i32 {b}, -8192")
+    elif "rn" in mods:
+        lsb = f.op(f"and i32 {f.op(f'lshr i32 {b}, 13')}, 1")
+        half = f.op(f"add i32 4095, {lsb}")
+        r = f.op(f"and i32 {f.op(f'add i32 {b}, {half}')}, -8192")
+    else:
+        unsupported(ins)
+    is_nan = f.op(f"icmp ugt i32 {mag}, 2139095040")
+    is_inf = f.op(f"icmp eq i32 {mag}, 2139095040")
+    r = f.op(f"select i1 {is_inf}, i32 {b}, i32 {r}")
+    if "satfinite" in mods:
+        rmag = f.op(f"and i32 {r}, 2147483647")
+        ovf = f.op(f"icmp eq i32 {rmag}, 2139095040")
+        sign = f.op(f"and i32 {r}, -2147483648")
+        r = f.op(f"select i1 {ovf}, i32 {f.op(f'or i32 {sign}, 2139086848')}, i32 {r}")
+    r = f.op(f"select i1 {is_nan}, i32 2147483647, i32 {r}")
+    em.write(ins.operands[0], r, "b32")

@@ -6,7 +6,7 @@ transcendentals."""
 from __future__ import annotations
 
 from ptx.codegen import ptxtypes as T
-from ptx.codegen.function_emitter import handles, unsupported, semantic
+from ptx.codegen.function_emitter import handles, unsupported, semantic, check_mods
 from ptx.codegen.ops_mem import one_type
 
 ROUNDING = {"rn": None, "rz": "towardzero", "rm": "downward", "rp": "upward"}
@@ -152,6 +152,7 @@ LLVM_BINOP = {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv"}
 
 
 def float_arith(em, ins):
+    check_mods(ins, {"rn", "rz", "rm", "rp", "ftz", "sat", "approx", "full"})
     t = one_type(ins)
     f = em.f
     mods = set(ins.mods)
@@ -244,6 +245,7 @@ def _bf16_fma_odd(em, a, b, c):
 
 
 def float_fma(em, ins):
+    check_mods(ins, {"rn", "rz", "rm", "rp", "ftz", "sat", "relu"})
     t = one_type(ins)
     f = em.f
     mods = set(ins.mods)
@@ -293,6 +295,7 @@ def op_fma(em, ins):
 
 
 def float_unary(em, ins):
+    check_mods(ins, {"ftz"})
     t = one_type(ins)
     f = em.f
     ty = T.llvm_type(t)
@@ -307,6 +310,7 @@ def float_unary(em, ins):
 
 
 def float_minmax(em, ins):
+    check_mods(ins, {"ftz", "NaN", "relu", "xorsign", "abs"})
     t = one_type(ins)
     ty = T.llvm_type(t)
     mods = set(ins.mods)
@@ -314,7 +318,7 @@ def float_minmax(em, ins):
     if "ftz" in mods:
         vals = [ftz(em, v, t) for v in vals]
     if "xorsign" in mods:
-        unsupported(ins)
+        return _minmax_xorsign_abs(em, ins, t, vals)
     # PTX: NaN operands are ignored unless .NaN; -0 orders below +0
     intr = ("minimum" if ins.opcode == "min" else "maximum") if "NaN" in mods else \
         ("minimumnum" if ins.opcode == "min" else "maximumnum")
@@ -331,8 +335,40 @@ def float_minmax(em, ins):
     em.write(ins.operands[0], r, t)
 
 
+def _minmax_xorsign_abs(em, ins, t, vals):
+    """min/max.xorsign.abs: compare magnitudes, then give the result the XOR of the input signs."""
+    f = em.f
+    if "abs" not in ins.mods or len(vals) != 2 or t not in ("f16", "bf16", "f16x2", "bf16x2"):
+        unsupported(ins)
+    ty = T.llvm_type(t)
+    lanes = 2 if ty.startswith("<") else 1
+    ety = ty.split(" x ")[-1].rstrip(">") if lanes == 2 else ty
+    st = "f16" if ety == "half" else "bf16"
+    outs = []
+    for i in range(lanes):
+        a, b = ((f.op(f"extractelement {ty} {v}, i32 {i}") if lanes == 2 else v) for v in vals)
+        ab, bb = (f.op(f"bitcast {ety} {x} to i16") for x in (a, b))
+        sign = f.op(f"and i16 {f.op(f'xor i16 {ab}, {bb}')}, -32768")
+        am, bm = (f.op(f"bitcast i16 {f.op(f'and i16 {x}, 32767')} to {ety}") for x in (ab, bb))
+        wty, (wa, wb) = _widen(em, st, [am, bm])
+        intr = ("minimum" if ins.opcode == "min" else "maximum") if "NaN" in ins.mods else \
+            ("minimumnum" if ins.opcode == "min" else "maximumnum")
+        r = _narrow(em, st, em.call(f"llvm.{intr}.{_suffix(wty)}", wty, [(wty, wa), (wty, wb)]))
+        rb = f.op(f"bitcast {ety} {r} to i16")
+        is_nan = f.op(f"icmp ugt i16 {f.op(f'and i16 {rb}, 32767')}, {31744 if st == 'f16' else 32640}")
+        rb = f.op(f"select i1 {is_nan}, i16 32767, i16 {f.op(f'or i16 {rb}, {sign}')}")
+        outs.append(f.op(f"bitcast i16 {rb} to {ety}"))
+    if lanes == 2:
+        r = f.op(f"insertelement {ty} poison, {ety} {outs[0]}, i32 0")
+        r = f.op(f"insertelement {ty} {r}, {ety} {outs[1]}, i32 1")
+    else:
+        r = outs[0]
+    em.write(ins.operands[0], r, t)
+
+
 @handles("rcp", "sqrt", "rsqrt")
 def op_rcp_sqrt(em, ins):
+    check_mods(ins, {"rn", "rz", "rm", "rp", "ftz", "approx"})
     t = one_type(ins)
     f = em.f
     ty = T.llvm_type(t)
@@ -373,6 +409,7 @@ def op_rcp_sqrt(em, ins):
 
 @handles("sin", "cos", "lg2", "ex2", "tanh")
 def op_transcendental(em, ins):
+    check_mods(ins, {"approx", "ftz"})
     t = one_type(ins)
     f = em.f
     mods = set(ins.mods)

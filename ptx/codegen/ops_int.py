@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ptx import ast as A
 from ptx.codegen import ptxtypes as T
-from ptx.codegen.function_emitter import handles, unsupported, semantic
+from ptx.codegen.function_emitter import handles, unsupported, semantic, check_mods
 from ptx.codegen.ops_mem import one_type
 
 
@@ -36,10 +36,9 @@ def op_addsub(em, ins):
     if _is_float_instr(ins):
         from ptx.codegen.ops_float import float_arith
         return float_arith(em, ins)
+    check_mods(ins, {"sat", "cc"})
     t = one_type(ins)
     f = em.f
-    if t in ("u16x2", "s16x2"):
-        unsupported(ins)
     bits = T.bits_of(t)
     ty = f"i{bits}"
     a, b = _ops(em, ins, t, 2)
@@ -89,6 +88,7 @@ def op_mul(em, ins):
     if _is_float_instr(ins):
         from ptx.codegen.ops_float import float_arith
         return float_arith(em, ins)
+    check_mods(ins, {"lo", "hi", "wide"})
     t = one_type(ins)
     f = em.f
     bits = T.bits_of(t)
@@ -135,6 +135,7 @@ def op_mad(em, ins):
     if _is_float_instr(ins):
         from ptx.codegen.ops_float import float_fma
         return float_fma(em, ins)
+    check_mods(ins, {"lo", "hi", "wide", "sat", "cc"})
     t = one_type(ins)
     f = em.f
     bits = T.bits_of(t)
@@ -602,6 +603,7 @@ def _combine(em, ins, v, extra):
 
 @handles("setp")
 def op_setp(em, ins):
+    check_mods(ins, CMP_NAMES | {"ftz", "and", "or", "xor"})
     ts = T.types_in(ins.mods)
     t = ts[-1]
     cmp = next((m for m in ins.mods if m in CMP_NAMES), None)
