@@ -382,9 +382,57 @@ def op_bmsk(em, ins):
     em.write(ins.operands[0], f.op(f"and i32 {mask0}, {f.op(f'xor i32 {mask1}, -1')}"), "b32")
 
 
+FNS_HELPER = """define internal i32 @"ptx.fns"(i32 %mask, i32 %base, i32 %off) alwaysinline {
+entry:
+  %base5 = and i32 %base, 31
+  %z = icmp eq i32 %off, 0
+  br i1 %z, label %zero, label %search
+zero:
+  %sh0 = lshr i32 %mask, %base5
+  %b0 = and i32 %sh0, 1
+  %hit0 = icmp ne i32 %b0, 0
+  %r0 = select i1 %hit0, i32 %base, i32 -1
+  ret i32 %r0
+search:
+  %neg = icmp slt i32 %off, 0
+  %inc = select i1 %neg, i32 -1, i32 1
+  %abs = call i32 @llvm.abs.i32(i32 %off, i1 false)
+  %cnt0 = sub i32 %abs, 1
+  br label %loop
+loop:
+  %pos = phi i32 [ %base, %search ], [ %pos.n, %cont ]
+  %cnt = phi i32 [ %cnt0, %search ], [ %cnt.n, %cont ]
+  %inr = icmp ult i32 %pos, 32
+  br i1 %inr, label %body, label %notfound
+body:
+  %sh = lshr i32 %mask, %pos
+  %b = and i32 %sh, 1
+  %set = icmp ne i32 %b, 0
+  %last = icmp eq i32 %cnt, 0
+  %found = and i1 %set, %last
+  br i1 %found, label %hit, label %cont
+hit:
+  ret i32 %pos
+cont:
+  %dec = zext i1 %set to i32
+  %cnt.n = sub i32 %cnt, %dec
+  %pos.n = add i32 %pos, %inc
+  br label %loop
+notfound:
+  ret i32 -1
+}"""
+
+
 @handles("fns")
 def op_fns(em, ins):
-    unsupported(ins)
+    """fns.b32 d, mask, base, offset: the position of the offset-th set bit from base (PTX ISA)."""
+    em.m.add_helper("ptx.fns", FNS_HELPER)
+    em.m.declare("declare i32 @llvm.abs.i32(i32, i1)")
+    mask = em.read(ins.operands[1], "b32")
+    base = em.read(ins.operands[2], "b32")
+    off = em.read(ins.operands[3], "s32")
+    r = em.f.op(f'call i32 @"ptx.fns"(i32 {mask}, i32 {base}, i32 {off})')
+    em.write(ins.operands[0], r, "b32")
 
 
 # ------------------------------------------------------------------ shifts

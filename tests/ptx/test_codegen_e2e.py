@@ -193,13 +193,14 @@ def test_unsupported_instruction_names_it():
         .visible .entry k(.param .u64 p)
         {
           .reg .b32 %r<4>;
-          fns.b32 %r1, %r2, %r3, 1;
+          .reg .b64 %rd<4>;
+          mapa.u64 %rd1, %rd2, %r1;
           ret;
         }
     """)
     with pytest.raises(ptx.PTXUnsupportedError) as e:
         ptx.compile(src)
-    assert "fns" in str(e.value) and e.value.line == 8
+    assert "mapa" in str(e.value) and e.value.line == 9
 
 
 def test_device_function_with_shuffles_and_barriers_is_inlined(mod, rng):
