@@ -19,7 +19,7 @@ def main():
         mod = llvm.parse_assembly(ir)
         mod.verify()
     except RuntimeError as e:
-        sys.stderr.write(f"invalid LLVM IR: {e}\n")
+        sys.stderr.write("invalid LLVM IR: " + " | ".join(str(e).splitlines()[1:3]) + "\n")
         return 3
     pto = llvm.create_pipeline_tuning_options(speed_level=opt)
     pb = llvm.create_pass_builder(tm, pto)
