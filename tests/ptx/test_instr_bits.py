@@ -299,8 +299,6 @@ for at in ("u32", "s32"):
                  c + sum(x * y for x, y in zip(_halves(a, sa), _bytes(b, sb)[off:off + 2])))
 
 
-XFAIL.update({n: f"{n.split('_')[0]} is not implemented: the compiler raises PTXUnsupportedError"
-              for n in CASES if n.startswith("fns")})
 
 
 @pytest.mark.parametrize("name", K.cases(sorted(CASES), XFAIL))

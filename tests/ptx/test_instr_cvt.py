@@ -245,8 +245,6 @@ def test_cvt_pack(name, rng):
 
 # ---------------------------------------------------------------- tf32 (sm_80): 10 mantissa bits, ties away
 
-XFAIL["cvt_rna_tf32"] = ("cvt.rna.tf32.f32 is compiled as a float->integer conversion (1348096.0 gives "
-                         "0x00149200) instead of rounding to a tf32 bit pattern")
 KS.add("cvt_rna_tf32", K.elementwise("cvt_rna_tf32", "cvt.rna.tf32.f32 %d, %a;", [("a", "f32")], [("d", "b32")]))
 
 
@@ -269,7 +267,6 @@ for dst in ("f16", "bf16"):
     name = K.kname("cvt_rn_satfinite", dst, "f32")
     KS.add(name, K.elementwise(name, f"cvt.rn.satfinite.{dst}.f32 %d, %a;", [("a", "f32")], [("d", dst)]))
     SATFINITE[name] = dst
-    XFAIL[name] = f"cvt.rn.satfinite.{dst}.f32 is not implemented: the compiler raises PTXUnsupportedError"
 
 
 @pytest.mark.parametrize("name", K.cases(sorted(SATFINITE), XFAIL))
