@@ -1,6 +1,9 @@
-/* Runs one block of a kernel that has sync points: every thread is a resumable function that returns
-   at a block barrier or a warp collective; this scheduler resumes lanes, computes warp collectives
-   across the 32 lanes exactly (PTX semantics), and releases barriers once every live thread waits.
+/* Warp collectives and block barriers for kernels with sync points. Every thread is a resumable function
+   that returns at a block barrier or a warp collective, leaving its inputs in its frame header; the
+   generated block loop runs the lanes and calls ptx_sched_resolve_warp (computes each collective over
+   the 32 lanes exactly, with PTX semantics, and resumes the lanes) and ptx_sched_release_barrier
+   (releases a barrier once every live thread waits). ptx_sched_block is the same schedule as a
+   self-contained loop over an indirectly called thread function.
    Frame header layout: ptx/codegen/function_emitter.py (FH_*). */
 #include <stdint.h>
 #include <string.h>

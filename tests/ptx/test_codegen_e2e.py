@@ -359,3 +359,31 @@ def test_handwritten_calls_branch_tables_vectors_and_collectives(rng):
     np.testing.assert_array_equal(out[:, 5], 10)                                   # bar.red.popc
     np.testing.assert_array_equal(out[:, 6], [0xF << (4 * ((i % 32) // 4)) for i in t])   # match.any
     np.testing.assert_array_equal(out[:, 7], np.where(t < 32, sum(range(32)), sum(range(32, 64))))
+
+
+def test_dump_dir_and_no_contraction_by_default(tmp_path):
+    src = textwrap.dedent("""
+        .version 8.0
+        .target sm_86
+        .address_size 64
+        .visible .entry muladd(.param .u64 p)
+        {
+          .reg .f32 %f<4>;
+          .reg .b64 %rd<2>;
+          ld.param.u64 %rd1, [p];
+          ld.global.v2.f32 {%f1, %f2}, [%rd1];
+          mul.f32 %f3, %f1, %f2;
+          add.f32 %f3, %f3, %f1;
+          st.global.f32 [%rd1+8], %f3;
+          ret;
+        }
+    """)
+    m = ptx.compile(src, dump_dir=str(tmp_path))
+    assert len(list(tmp_path.glob("*.ptx"))) == 1 and len(list(tmp_path.glob("*.ll"))) == 1
+    assert " contract " not in m.ir
+    # 1 + 2^-23 squared needs the rounding of the product before the add: fused would differ
+    x = np.array([1 + 2.0 ** -12, 1 + 2.0 ** -12, 0], np.float32)
+    m.kernel("muladd").launch(1, 1, [x])
+    prod = np.float32(x[0]) * np.float32(x[1])
+    assert x[2] == np.float32(prod + np.float32(x[0]))
+    assert " contract " in ptx.compile(src, fma_contract=True).ir
