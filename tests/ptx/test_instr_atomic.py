@@ -4,7 +4,7 @@ for few addresses. Order-independent checks: the returned old values must form o
 References checked on an NVIDIA H200 (driver 580, PTX JIT for sm_86), 2026-11-29: every test here passed
 with PTXKIT_BACKEND=cuda (see ptxkit.py); the corrections that hardware forced are noted where they apply.
 Written after the hardware runs, so not run there: the ordered-history check for min/max/and/or (the final
-values were checked there).
+values were checked there) and test_generic_address_atomics.
 """
 
 import numpy as np
@@ -351,3 +351,60 @@ def test_half_atomic_add(tn, kind, rng):
                 for v, j in zip(seen, order):
                     assert v == cur, (tn, lane, k, "returned olds are not one serial history")
                     cur += mine[j]
+
+
+# ---------------------------------------------------------------- generic-address atomics (no state space)
+
+KS.add("generic_atomics", """
+.visible .entry generic_atomics(.param .u64 gcount, .param .u64 out, .param .u64 totals)
+{
+.reg .u32 %t, %old, %v, %one;
+.reg .u64 %g, %s, %p, %off;
+.reg .pred %first;
+.shared .align 4 .u32 scount[2];
+mov.u32 %t, %tid.x;
+setp.eq.u32 %first, %t, 0;
+@!%first bra $INIT_DONE;
+st.shared.u32 [scount], 0;
+st.shared.u32 [scount+4], 0;
+$INIT_DONE:
+bar.sync 0;
+ld.param.u64 %g, [gcount];
+cvta.to.global.u64 %g, %g;
+cvta.global.u64 %g, %g;
+mov.u64 %s, scount;
+cvta.shared.u64 %s, %s;
+mov.u32 %one, 1;
+atom.add.u32 %old, [%g], %one;
+red.add.u32 [%g+4], 2;
+atom.add.u32 %v, [%s], %one;
+red.max.u32 [%s+4], %t;
+bar.sync 0;
+ld.param.u64 %p, [out]; cvta.to.global.u64 %p, %p;
+mul.wide.u32 %off, %t, 8; add.u64 %p, %p, %off;
+st.global.u32 [%p], %old;
+st.global.u32 [%p+4], %v;
+@!%first bra $END;
+ld.param.u64 %p, [totals]; cvta.to.global.u64 %p, %p;
+ld.shared.u32 %v, [scount];
+st.global.u32 [%p], %v;
+ld.shared.u32 %v, [scount+4];
+st.global.u32 [%p+4], %v;
+$END:
+ret;
+}
+""")
+
+
+def test_generic_address_atomics(rng):
+    """atom/red without a state space, on generic pointers to global and to shared memory."""
+    block = 256
+    start = int(rng.integers(0, 1000))
+    gcount = np.array([start, start], np.uint32)
+    out = K.poison((block, 2), np.uint32, rng)
+    totals = K.poison((2,), np.uint32, rng)
+    K.launch(KS.kernel("generic_atomics"), 1, block, [gcount, out, totals])
+    assert sorted(out[:, 0].tolist()) == list(range(start, start + block)), "global atom.add history"
+    assert gcount.tolist() == [start + block, start + 2 * block], "global final values"
+    assert sorted(out[:, 1].tolist()) == list(range(block)), "shared atom.add history"
+    assert totals.tolist() == [block, block - 1], "shared final values"

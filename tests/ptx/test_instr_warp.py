@@ -350,14 +350,18 @@ mov.f32 %d, %a;
 """, [("a", "f32")], [("d", "f32")], temps=[("off", "u32"), ("t", "f32"), ("more", "pred")]))
 
 
-def test_warp_reduction_loops(rng):
-    """shfl.down sum in a loop, broadcast from lane 0; shfl.bfly max: every lane ends with the total."""
-    a = rng.integers(0, 1 << 20, N).astype(np.uint32)
-    (s,) = K.run_elementwise(KS, "warp_sum_down", [a], ["u32"], rng, block=BLOCK)
-    K.check_equal(s, np.repeat(a.reshape(WARPS, 32).sum(axis=1), 32).astype(np.uint32), [a], "warp sum")
-    f = K.ordinary_floats(rng, N).astype(np.float32)
-    (m,) = K.run_elementwise(KS, "warp_max_bfly", [f], ["f32"], rng, block=BLOCK)
-    K.check_equal(m.view(np.uint32), np.repeat(f.reshape(WARPS, 32).max(axis=1), 32).view(np.uint32), [f],
+@pytest.mark.parametrize("block", [BLOCK, 1024])
+def test_warp_reduction_loops(block, rng):
+    """shfl.down sum in a loop, broadcast from lane 0; shfl.bfly max: every lane ends with the total
+    (also with 32 warps in a block)."""
+    n = 2 * block
+    warps = n // 32
+    a = rng.integers(0, 1 << 20, n).astype(np.uint32)
+    (s,) = K.run_elementwise(KS, "warp_sum_down", [a], ["u32"], rng, block=block)
+    K.check_equal(s, np.repeat(a.reshape(warps, 32).sum(axis=1), 32).astype(np.uint32), [a], "warp sum")
+    f = K.ordinary_floats(rng, n).astype(np.float32)
+    (m,) = K.run_elementwise(KS, "warp_max_bfly", [f], ["f32"], rng, block=block)
+    K.check_equal(m.view(np.uint32), np.repeat(f.reshape(warps, 32).max(axis=1), 32).view(np.uint32), [f],
                   "warp max")
 
 
