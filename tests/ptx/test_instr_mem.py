@@ -6,7 +6,7 @@ with PTXKIT_BACKEND=cuda (see ptxkit.py); the corrections that hardware forced a
 Written after the hardware runs, so not run there: the .nc/ldu/.ca vector loads,
 test_static_and_dynamic_shared_do_not_overlap,
 test_narrow_loads_extend_into_wide_registers, test_struct_param_by_value, test_cp_async_with_zero_fill
-test_nanosleep_pmevent and test_kernel_param_address.
+test_nanosleep_pmevent, test_kernel_param_address and test_initialisers.
 """
 
 import numpy as np
@@ -632,3 +632,51 @@ def test_kernel_param_address(rng):
     w = blob.view(np.uint32)
     K.check_equal(out.view(np.uint32)[:2], np.array([w[1], w[0]], np.uint32), [], "param words")
     K.check_equal(out[1:], blob[1:], [], "param u64 via generic")
+
+
+KS.add("initialisers", """
+.global .align 8 .f64 dtab[2] = {0d4000000000000000, 0dBFF8000000000000};
+.const .align 4 .f32 ftab[2] = {0f3FC00000, 0fC0200000};
+.const .align 1 .b8 btab[4] = {1, 2, 254, 255};
+.global .align 4 .u32 target[2] = {11, 22};
+.global .align 8 .u64 ptr_to_target = target;
+.global .align 8 .u64 ptr_to_second = generic(target)+4;
+""" + K.elementwise("initialisers", """
+and.b32 %k, %a, 1;
+mul.wide.u32 %off, %k, 8;
+mov.u64 %q, dtab; add.u64 %q, %q, %off;
+ld.global.f64 %x, [%q];
+mul.wide.u32 %off, %k, 4;
+mov.u64 %q, ftab; add.u64 %q, %q, %off;
+ld.const.f32 %f, [%q];
+cvt.f64.f32 %y, %f;
+add.rn.f64 %x, %x, %y;
+cvt.rzi.s32.f64 %t, %x;
+mov.u64 %q, btab;
+cvt.u64.u32 %off, %k;
+add.u64 %q, %q, %off;
+add.u64 %q, %q, 2;
+ld.const.u8 %h, [%q];
+cvt.u32.u16 %u, %h;
+add.u32 %d, %t, %u;
+ld.global.u64 %q, [ptr_to_target];
+ld.u32 %u, [%q];
+add.u32 %d, %d, %u;
+ld.global.u64 %q, [ptr_to_second];
+ld.u32 %u, [%q];
+add.u32 %d, %d, %u;
+""", [("a", "u32")], [("d", "u32")], temps=[("k", "u32"), ("off", "u64"), ("q", "u64"), ("x", "f64"),
+                                             ("y", "f64"), ("f", "f32"), ("t", "s32"), ("h", "u16"),
+                                             ("u", "u32")]))
+
+
+def test_initialisers(rng):
+    """Module variables initialised with f64/f32 hex literals, bytes, and addresses of other variables
+    (plain and generic(var)+offset), read from the kernel."""
+    a = K.rand_ints(rng, "u32", N)
+    (got,) = K.run_elementwise(KS, "initialisers", [a], ["u32"], rng)
+    k = (a & np.uint32(1)).astype(int)
+    t = np.where(k == 0, 2.0 + 1.5, -1.5 - 2.5).astype(int)
+    u = np.where(k == 0, 254, 255)
+    want = (t + u + 11 + 22) & 0xFFFFFFFF
+    K.check_equal(got, want.astype(np.uint32), [a], "initialised tables")
