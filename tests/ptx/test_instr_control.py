@@ -307,3 +307,37 @@ def test_nested_scopes_and_shadowing(rng):
     sw = ((a << np.uint32(16)) | (a >> np.uint32(16))).astype(np.uint32)
     sw[sw == 0] = 77
     K.check_equal(got, (sw + np.uint32(5)).astype(np.uint32), [a], "scoped registers")
+
+
+KS.add("directives", """
+.visible .entry directives(.param .u64 out)
+.maxntid 128, 1, 1
+.minnctapersm 2
+.maxnreg 64
+{
+.reg .u32 %t, %k, %acc;
+.reg .u64 %p, %off;
+.reg .pred %more;
+mov.u32 %t, %tid.x;
+mov.u32 %k, 0;
+mov.u32 %acc, 0;
+$L:
+.pragma "nounroll";
+add.u32 %acc, %acc, %k;
+add.u32 %k, %k, 1;
+setp.le.u32 %more, %k, %t;
+@%more bra $L;
+ld.param.u64 %p, [out]; cvta.to.global.u64 %p, %p;
+mul.wide.u32 %off, %t, 4; add.u64 %p, %p, %off;
+st.global.u32 [%p], %acc;
+ret;
+}
+""")
+
+
+def test_entry_directives_and_pragma(rng):
+    """.maxntid/.minnctapersm/.maxnreg on the entry and .pragma "nounroll" in a loop change nothing."""
+    out = K.poison((128,), np.uint32, rng)
+    K.launch(KS.kernel("directives"), 1, 128, [out])
+    t = np.arange(128)
+    K.check_equal(out, (t * (t + 1) // 2).astype(np.uint32), [], "triangular numbers")
