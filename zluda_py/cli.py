@@ -4,6 +4,8 @@
     zluda-py libdir
     zluda-py info
     zluda-py doctor
+    zluda-py compile --target gfx1100 FILE.ptx|CUDA-BINARY -o FILE.hsaco
+    zluda-py inspect [--target gfx1100] [--ptx FILE.ptx] FILE.hsaco
 """
 
 import argparse
@@ -84,6 +86,8 @@ def main(argv=None) -> int:
     p.set_defaults(fn=cmd_info)
     p = sub.add_parser("doctor", help="check the installation and print the fix for each problem")
     p.set_defaults(fn=cmd_doctor)
+    from zluda_py.amdgpu_cli import add_subcommands
+    add_subcommands(sub)
     args = ap.parse_args(argv)
     return args.fn(args)
 
