@@ -3,10 +3,11 @@ and .full forms within their error bounds, min/max (NaN and signed-zero rules), 
 References are exact: rationals rounded to the format in the requested direction.
 References checked on an NVIDIA H200 (driver 580, PTX JIT for sm_86), 2026-11-29: every test here passed
 with PTXKIT_BACKEND=cuda (see ptxkit.py); the corrections that hardware forced are noted where they apply.
-Written after the hardware runs, so not run there: test_float_immediates.
+Written after the hardware runs, so not run there: test_float_immediates, test_mul_add_contraction.
 """
 
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -259,3 +260,32 @@ def test_float_immediates(name, rng):
     (got,) = K.run_elementwise(KS, name, [a], [tn], rng)
     want = np.asarray(fn(a.astype(dt)), dtype=dt)  # one rounding in the operand type, as PTX does
     K.check_float(got, want, tn, [a], name)
+
+
+# ---------------------------------------------------------------- no contraction of mul.rn + add.rn
+
+for tn in ("f32", "f64"):
+    for mods in (".rn", ""):
+        nm = K.kname("mul_add", mods or "plain", tn)
+        _add(nm, f"mul{mods}.{tn} %t, %a, %b;\nadd{mods}.{tn} %d, %t, %c;", [("a", tn), ("b", tn), ("c", tn)],
+             [("d", tn)], temps=[("t", tn)])
+
+
+@pytest.mark.parametrize("tn", ["f32", "f64"])
+@pytest.mark.parametrize("mods", [".rn", ""])
+def test_mul_add_contraction(tn, mods, rng):
+    """mul.rn then add.rn round twice: fusing them into an fma is not allowed. Without rounding
+    modifiers PTX lets the compiler fuse, so there either result is right."""
+    dt = np.float32 if tn == "f32" else np.float64
+    a = K.ordinary_floats(rng, N).astype(dt)
+    b = K.ordinary_floats(rng, N).astype(dt)
+    # c close to -a*b, where one rounding and two roundings differ most
+    c = (-(a.astype(np.float64) * b.astype(np.float64)) * (1 + rng.uniform(-1e-6, 1e-6, N))).astype(dt)
+    (got,) = K.run_elementwise(KS, K.kname("mul_add", mods or "plain", tn), [a, b, c], [tn], rng)
+    two = [K.round_fraction(Fraction(K.round_fraction(Fraction(float(x)) * Fraction(float(y)), tn, "rn"))
+                            + Fraction(float(z)), tn, "rn") for x, y, z in zip(a.tolist(), b.tolist(), c.tolist())]
+    fused = [K.round_fraction(Fraction(float(x)) * Fraction(float(y)) + Fraction(float(z)), tn, "rn")
+             for x, y, z in zip(a.tolist(), b.tolist(), c.tolist())]
+    assert sum(1 for u, v in zip(two, fused) if u != v) > N // 4, "inputs must tell fused from unfused"
+    K.check_float(got, np.array(two, dt), tn, [a, b, c], f"mul{mods}+add{mods}",
+                  alt=None if mods else np.array(fused, dt))
