@@ -216,6 +216,13 @@ def check_llvm(rep: Report) -> None:
     try:
         llvm.Target.from_triple("amdgcn-amd-amdhsa")
         rep.line(OK, "llvmlite: AMDGPU target present")
+        from ptx.amdgpu import find_linker
+        ld = find_linker()
+        if ld:
+            rep.line(OK, f"AMDGPU code objects link with {' '.join(ld)}")
+        else:
+            rep.line(WARN, "no ld.lld: kernels cannot be linked into AMD GPU code objects",
+                     "apt-get install lld-19 (Debian/Ubuntu), or pip install ziglang, or set ZLUDA_LLD")
     except Exception as e:  # noqa: BLE001
         rep.line(WARN, f"llvmlite has no AMDGPU target ({e}): kernels cannot be compiled for AMD GPUs",
                  "install an llvmlite built with the AMDGPU target (the PyPI wheels >= 0.44 include it)")

@@ -29,7 +29,10 @@ def library_dirs() -> list:
 
 
 def find_library():
-    """Path of a libamdhip64 on this machine, or None."""
+    """Path of a libamdhip64 on this machine ($ZLUDA_HIP_LIB names one file), or None."""
+    if os.environ.get("ZLUDA_HIP_LIB"):
+        p = os.environ["ZLUDA_HIP_LIB"]
+        return p if os.path.exists(p) else None
     for d in library_dirs():
         for n in LIB_NAMES:
             p = os.path.join(d, n)
@@ -53,8 +56,8 @@ def load():
                                                   "'hip-python~=X.Y' with X.Y your ROCm version") from None
         path = find_library()
         if path is None:
-            raise CudaError(CUDA_ERROR_NO_DEVICE, "ROCm is not installed: no libamdhip64 in "
-                                                  + ", ".join(library_dirs()[:6]) + ", ...")
+            where = os.environ.get("ZLUDA_HIP_LIB") or ", ".join(library_dirs()[:6]) + ", ..."
+            raise CudaError(CUDA_ERROR_NO_DEVICE, f"ROCm is not installed: no libamdhip64 in {where}")
         chip.DLL = path.encode()
         _hip, _lib_path = hip, path
         return hip
