@@ -6,7 +6,8 @@ with PTXKIT_BACKEND=cuda (see ptxkit.py); the corrections that hardware forced a
 Written after the hardware runs, so not run there: the .nc/ldu/.ca vector loads,
 test_static_and_dynamic_shared_do_not_overlap,
 test_narrow_loads_extend_into_wide_registers, test_struct_param_by_value, test_cp_async_with_zero_fill
-test_nanosleep_pmevent, test_kernel_param_address and test_initialisers.
+test_nanosleep_pmevent, test_kernel_param_address, test_initialisers
+and test_shared_cta_spelling.
 """
 
 import numpy as np
@@ -680,3 +681,23 @@ def test_initialisers(rng):
     u = np.where(k == 0, 254, 255)
     want = (t + u + 11 + 22) & 0xFFFFFFFF
     K.check_equal(got, want.astype(np.uint32), [a], "initialised tables")
+
+
+KS.add("shared_cta_spelling", K.elementwise("shared_cta_spelling", """
+mov.u64 %s, sbuf4;
+cvt.u64.u32 %off, %tx;
+shl.b64 %off, %off, 2;
+add.u64 %s, %s, %off;
+st.shared::cta.u32 [%s], %a;
+atom.shared::cta.add.u32 %t, [%s], 5;
+ld.shared::cta.u32 %d, [%s];
+add.u32 %d, %d, %t;
+""", [("a", "u32")], [("d", "u32")], temps=[("s", "u64"), ("off", "u64"), ("t", "u32")])
+    .replace(".reg .pred %p_oob;", ".reg .pred %p_oob;\n.shared .align 4 .b32 sbuf4[128];"))
+
+
+def test_shared_cta_spelling(rng):
+    """.shared::cta (PTX 7.8+) is the same space as .shared."""
+    a = K.rand_ints(rng, "u32", N)
+    (got,) = K.run_elementwise(KS, "shared_cta_spelling", [a], ["u32"], rng)
+    K.check_equal(got, (a.astype(np.uint64) * 2 + 5).astype(np.uint32), [a], ".shared::cta")
