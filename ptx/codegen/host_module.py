@@ -421,6 +421,9 @@ def _emit_sync_thread(func, flat, mctx):
         [site[0] for site in em.sync_sites]
 
 
+MAX_SPECIALISED_PHASES = 2
+
+
 def _phase_loop(func, tag, resume_in, fb):
     """One phase: every live thread of the block runs to its next barrier or its exit. Tracks whether
     any thread is still live and whether all suspended threads wait at the same resume point."""
@@ -511,6 +514,8 @@ def _emit_barrier_block_fn(func, sym, frame_bytes, sites):
     every waiting thread waits at the same barrier (the usual case) the next phase is a loop
     specialised for that resume point: the thread function is inlined with its dispatch folded."""
     fb = frame_bytes
+    if len(sites) > MAX_SPECIALISED_PHASES:
+        sites = []          # each copy inlines the whole thread function: keep compile time bounded
     tags = ["gen"] + [str(k) for k in sites]
     loops = "".join(_phase_loop(func, t, -1 if t == "gen" else int(t), fb) for t in tags)
     incoming = ", ".join(f"[ %uk.{t}, %dispatch.{t} ]" for t in tags)
