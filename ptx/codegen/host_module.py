@@ -730,8 +730,11 @@ def build_host_ir(module: A.Module, fma_contract=False) -> HostIR:
     mctx = ModuleContext(module, fma_contract)
     pending_globals = []
     funcs = {}
+    defined = {i.name for i in module.items if isinstance(i, A.VarDecl) and i.linkage != "extern"}
     for item in module.items:
         if isinstance(item, A.VarDecl):
+            if item.linkage == "extern" and item.name in defined:
+                continue            # declared here, defined in this (linked) module too
             if item.space in ("global", "const"):
                 emit_global(item, mctx, pending_globals)
             elif item.space == "shared":
