@@ -4,6 +4,7 @@ cuLinkComplete returns is plain NUL-terminated PTX, so cuModuleLoadData and cuLi
 from __future__ import annotations
 
 from zluda_py import cmem, fatbin, handles
+from zluda_py.cudadevrt import CUDADEVRT_PTX, is_cudadevrt
 from zluda_py.dispatch import export
 from zluda_py.driver import context as ctxmod
 from zluda_py.driver import init
@@ -40,6 +41,8 @@ def _ptx_of(kind: int, data: bytes, name: str) -> str:
         return text
     if kind == INPUT_NVVM:
         raise CudaError(CUDA_ERROR_NOT_SUPPORTED, f"{name}: NVVM IR inputs are not supported (only PTX)")
+    if kind == INPUT_LIBRARY and is_cudadevrt(name):
+        return CUDADEVRT_PTX     # NVIDIA's archive is SASS only; grid.sync's helpers in PTX instead
     if kind in (INPUT_CUBIN, INPUT_FATBINARY, INPUT_OBJECT, INPUT_LIBRARY):
         return fatbin.load_ptx_from_bytes(data, sm, name)
     raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{name}: unknown input type {kind}")

@@ -1,5 +1,5 @@
 """numba-cuda kernels through the shim: vector add, shared-memory reduction with cuda.atomic, warp shuffles,
-cuda.local.array, math functions, float16. Fresh random inputs, poisoned outputs, every element checked."""
+cuda.local.array, math functions, float16, a grid-wide barrier. Fresh random inputs, poisoned outputs, every element checked."""
 
 import math
 import sys
@@ -150,5 +150,27 @@ half_fma[6, 128](*[cuda.to_device(v) for v in h], ho)
 # hfma rounds once: the float32 product-sum of float16 values is exact, then rounded to float16.
 exact = (h[0].astype(np.float64) * h[1].astype(np.float64) + h[2].astype(np.float64)).astype(np.float16)
 check("float16_hfma", np.array_equal(ho.copy_to_host(), exact), ho.copy_to_host()[:4])
+
+@cuda.jit
+def rotate_rows(table):
+    # Each row reads the previous row's neighbour, written by another block: needs the grid-wide barrier
+    # (cooperative launch, cudadevrt's cudaCGSynchronize).
+    grid = cuda.cg.this_grid()
+    i = cuda.grid(1)
+    n = table.shape[1]
+    for r in range(1, table.shape[0]):
+        if i < n:
+            table[r, i] = table[r - 1, (i + 1) % n] + 1
+        grid.sync()
+
+
+rows = np.full((12, 256), -1, np.int32)
+rows[0] = rng.integers(-1000, 1000, 256)
+dr = cuda.to_device(rows)
+rotate_rows[4, 64](dr)
+ref = rows.copy()
+for r in range(1, ref.shape[0]):
+    ref[r] = np.roll(ref[r - 1], -1) + 1
+check("grid_sync", np.array_equal(dr.copy_to_host(), ref))
 
 sys.exit(1 if failures else 0)
