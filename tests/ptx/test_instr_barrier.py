@@ -3,7 +3,7 @@ barriers with bar.arrive (producer/consumer), and threads that exit before a bar
 References checked on an NVIDIA H200 (driver 580, PTX JIT for sm_86), 2026-11-29: every test here passed
 with PTXKIT_BACKEND=cuda (see ptxkit.py); the corrections that hardware forced are noted where they apply.
 Written after the hardware runs, so not run there: test_values_live_across_barriers,
-test_two_named_barriers_with_partial_counts.
+test_two_named_barriers_with_partial_counts, test_barrier_and_shfl_inside_called_functions.
 """
 
 import numpy as np
@@ -318,3 +318,90 @@ def test_two_named_barriers_with_partial_counts(rng):
     t = np.arange(128)
     base = np.where(t < 64, 0, 64)
     K.check_equal(dst, src[((t - base) ^ 63) + base], [src], "exchange within each group")
+
+
+# ---------------------------------------------------------------- collectives inside called functions
+
+KS.add("sync_in_callee", """
+.shared .align 4 .u32 xch[256];
+.func (.param .b32 r) exchange_with_neighbour(.param .b32 v)
+{
+.reg .u32 %v, %t, %o;
+.reg .u64 %s, %off;
+ld.param.b32 %v, [v];
+mov.u32 %t, %tid.x;
+mul.wide.u32 %off, %t, 4;
+mov.u64 %s, xch; add.u64 %s, %s, %off;
+st.shared.u32 [%s], %v;
+bar.sync 0;
+xor.b32 %o, %t, 1;
+mul.wide.u32 %off, %o, 4;
+mov.u64 %s, xch; add.u64 %s, %s, %off;
+ld.shared.u32 %v, [%s];
+bar.sync 0;
+st.param.b32 [r], %v;
+ret;
+}
+.func (.param .b32 r) warp_total(.param .b32 v)
+{
+.reg .u32 %v, %w, %k;
+.reg .pred %more;
+ld.param.b32 %v, [v];
+mov.u32 %k, 16;
+$R:
+shfl.sync.bfly.b32 %w, %v, %k, 0x1f, 0xffffffff;
+add.u32 %v, %v, %w;
+shr.u32 %k, %k, 1;
+setp.ne.u32 %more, %k, 0;
+@%more bra $R;
+st.param.b32 [r], %v;
+ret;
+}
+.visible .entry sync_in_callee(.param .u64 src, .param .u64 dst)
+{
+.reg .u32 %t, %v, %n;
+.reg .u64 %p, %off;
+.reg .pred %again;
+mov.u32 %t, %tid.x;
+ld.param.u64 %p, [src]; cvta.to.global.u64 %p, %p;
+mul.wide.u32 %off, %t, 4; add.u64 %p, %p, %off;
+ld.global.u32 %v, [%p];
+mov.u32 %n, 0;
+$LOOP:
+{
+.param .b32 a;
+.param .b32 b;
+st.param.b32 [a], %v;
+call.uni (b), exchange_with_neighbour, (a);
+ld.param.b32 %v, [b];
+}
+add.u32 %v, %v, %n;
+add.u32 %n, %n, 1;
+setp.lt.u32 %again, %n, 3;
+@%again bra $LOOP;
+{
+.param .b32 a;
+.param .b32 b;
+st.param.b32 [a], %v;
+call.uni (b), warp_total, (a);
+ld.param.b32 %v, [b];
+}
+ld.param.u64 %p, [dst]; cvta.to.global.u64 %p, %p;
+add.u64 %p, %p, %off;
+st.global.u32 [%p], %v;
+ret;
+}
+""")
+
+
+def test_barrier_and_shfl_inside_called_functions(rng):
+    """bar.sync inside a .func called in a loop, and a shfl loop inside another .func."""
+    block = 256
+    src = rng.integers(0, 1 << 20, block).astype(np.uint32)
+    dst = K.poison((block,), np.uint32, rng)
+    K.launch(KS.kernel("sync_in_callee"), 2, block, [src, dst])
+    v = src.astype(np.uint64)
+    for n in range(3):
+        v = v[np.arange(block) ^ 1] + n
+    want = np.repeat(v.reshape(-1, 32).sum(axis=1), 32) & 0xFFFFFFFF
+    K.check_equal(dst, want.astype(np.uint32), [src], "collectives in callees")
