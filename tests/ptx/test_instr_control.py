@@ -341,3 +341,34 @@ def test_entry_directives_and_pragma(rng):
     K.launch(KS.kernel("directives"), 1, 128, [out])
     t = np.arange(128)
     K.check_equal(out, (t * (t + 1) // 2).astype(np.uint32), [], "triangular numbers")
+
+
+KS.add("struct_return", """
+.func (.param .align 8 .b8 func_retval0[8]) swap_pair(.param .align 8 .b8 p[8], .param .b32 k)
+{
+.reg .u32 %x, %y, %k;
+ld.param.v2.u32 {%x, %y}, [p];
+ld.param.b32 %k, [k];
+add.u32 %x, %x, %k;
+st.param.v2.u32 [func_retval0], {%y, %x};
+ret;
+}
+""" + K.elementwise("struct_return", """
+{
+.param .align 8 .b8 param0[8];
+.param .b32 param1;
+.param .align 8 .b8 retval0[8];
+st.param.v2.u32 [param0], {%a, %b};
+st.param.b32 [param1], 1000;
+call.uni (retval0), swap_pair, (param0, param1);
+ld.param.v2.u32 {%d, %q}, [retval0];
+}
+""", [("a", "u32"), ("b", "u32")], [("d", "u32"), ("q", "u32")]))
+
+
+def test_struct_args_and_return_by_value(rng):
+    """An 8-byte struct passed and returned through .b8 array params with v2 param loads/stores."""
+    a, b = K.rand_ints(rng, "u32", N), K.rand_ints(rng, "u32", N)
+    d, q = K.run_elementwise(KS, "struct_return", [a, b], ["u32", "u32"], rng)
+    K.check_equal(d, b, [a, b], "first field")
+    K.check_equal(q, (a.astype(np.uint64) + 1000).astype(np.uint32), [a, b], "second field")
