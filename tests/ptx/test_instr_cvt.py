@@ -3,8 +3,8 @@
 and widening, same-type rounding to integral, .relu, and f16x2/bf16x2 packing.
 References checked on an NVIDIA H200 (driver 580, PTX JIT for sm_86), 2026-11-29: every test here passed
 with PTXKIT_BACKEND=cuda (see ptxkit.py); the corrections that hardware forced are noted where they apply.
-Written after the hardware runs, so not run there: test_cvt_rna_tf32, test_cvt_satfinite and the
-redundant-.sat float->int cases.
+Written after the hardware runs, so not run there: test_cvt_rna_tf32, test_cvt_satfinite, the
+redundant-.sat float->int cases and the .relu packing cases.
 """
 
 import math
@@ -222,11 +222,21 @@ def test_cvt(name, rng):
 # ---------------------------------------------------------------- packing conversions
 
 PACK = {}
-for dst, r in [("f16x2", "rn"), ("bf16x2", "rn"), ("f16x2", "rz"), ("bf16x2", "rz")]:
+for dst, r in [("f16x2", "rn"), ("bf16x2", "rn"), ("f16x2", "rz"), ("bf16x2", "rz"), ("f16x2", "rn.relu"),
+               ("bf16x2", "rn.relu")]:
     name = K.kname("cvt_pack", r, dst)
     KS.add(name, K.elementwise(name, f"cvt.{r}.{dst}.f32 %d, %a, %b;", [("a", "f32"), ("b", "f32")],
                                [("d", dst)]))
     PACK[name] = (dst[:-2], r)
+
+
+def _pack_ref(v, half, r):
+    relu = r.endswith(".relu")
+    r = r.split(".")[0]
+    out = K.round_fraction(Fraction(v), half, r) if math.isfinite(v) and v != 0 else v
+    if relu and not math.isnan(out) and out <= 0:
+        out = 0.0  # .relu: negatives and -0 become +0 (the scalar form was checked on H200)
+    return out
 
 
 @pytest.mark.parametrize("name", K.cases(sorted(PACK), XFAIL))
@@ -235,10 +245,8 @@ def test_cvt_pack(name, rng):
     half, r = PACK[name]
     a, b = (K.bits_to_float(K.rand_float_bits(rng, "f32", N), "f32").astype(np.float32) for _ in range(2))
     (got,) = K.run_elementwise(KS, name, [a, b], [half + "x2"], rng)
-    hi = K.float_to_bits([K.round_fraction(Fraction(v), half, r) if math.isfinite(v) and v != 0 else v
-                          for v in a.astype(np.float64).tolist()], half)
-    lo = K.float_to_bits([K.round_fraction(Fraction(v), half, r) if math.isfinite(v) and v != 0 else v
-                          for v in b.astype(np.float64).tolist()], half)
+    hi = K.float_to_bits([_pack_ref(v, half, r) for v in a.astype(np.float64).tolist()], half)
+    lo = K.float_to_bits([_pack_ref(v, half, r) for v in b.astype(np.float64).tolist()], half)
     K.check_float(got >> np.uint32(16), hi, half, [a, b], name + " upper")
     K.check_float(got & np.uint32(0xFFFF), lo, half, [a, b], name + " lower")
 
