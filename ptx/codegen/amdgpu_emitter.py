@@ -255,6 +255,15 @@ class AmdgpuFunctionEmitter(FunctionEmitter):
             if name.endswith("hi"):
                 v = f.op(f"lshr i64 {v}, 32")
             return f.op(f"trunc i64 {v} to i32"), "i32"
+        if name in ("%envreg1", "%envreg2"):
+            # nvcc's inline grid.sync finds its barrier word at %envreg1:%envreg2; a zeroed module global
+            # serves (each completed grid barrier leaves its low bits as they were)
+            self.m.add_helper("@grid_workspace", "@zluda.grid_workspace = internal addrspace(1) global "
+                                                 "[64 x i8] zeroinitializer, align 64")
+            ws = f.op("ptrtoint ptr addrspace(1) @zluda.grid_workspace to i64")
+            if name == "%envreg1":
+                ws = f.op(f"lshr i64 {ws}, 32")
+            return f.op(f"trunc i64 {ws} to i32"), "i32"
         if name == "%smid":
             return "0", "i32"
         if name == "%dynamic_smem_size":

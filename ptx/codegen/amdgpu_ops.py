@@ -318,6 +318,21 @@ def op_match(em, ins):
         em.write(dst.first if isinstance(dst, A.PredPair) else dst, same, "b32")
 
 
+@amd_handles("elect")
+def op_elect(em, ins):
+    """elect.sync d|p, membermask: the lowest active lane of the mask leads."""
+    f = em.f
+    dst = ins.operands[0]
+    members = f.op(f"and i32 {em.ballot('true')}, {em.read(ins.operands[1], 'u32')}")
+    leader = em.call("llvm.cttz.i32", "i32", [("i32", members), ("i1", "false")])
+    me = f.op(f"icmp eq i32 {leader}, {em.lane_id()}")
+    if isinstance(dst, A.PredPair):
+        em.write(dst.first, leader, "b32")
+        em.write(dst.second, me, "pred")
+    else:
+        em.write(dst, me, "pred")
+
+
 REDUX = {"add": ("add", "0", "0"), "and": ("and", "-1", "-1"), "or": ("or", "0", "0"),
          "xor": ("xor", "0", "0"), "min": ("umin", "-1", "2147483647"), "max": ("umax", "0", "-2147483648")}
 
