@@ -46,6 +46,15 @@ class HipEvent(BackendEvent):
             self.event = None
 
 
+def launch_extra(params: bytes):
+    """HIP's `extra` array for a packed parameter buffer: [1, &buf, 2, &size, 3] (CUDA's ends with 0, which
+    HIP rejects). Returns (array, buffer, size); the caller keeps all three alive across the launch."""
+    size = ctypes.c_size_t(len(params))
+    buf = ctypes.create_string_buffer(bytes(params), max(len(params), 1))
+    extra = (ctypes.c_void_p * 5)(BUFFER_POINTER, ctypes.addressof(buf), BUFFER_SIZE, ctypes.addressof(size), END)
+    return extra, buf, size
+
+
 class HipStream(BackendStream):
     def __init__(self, hip, device, flags, priority):
         self.hip = hip
@@ -67,10 +76,7 @@ class HipStream(BackendStream):
             call(fn, ptr + r * pitch, value, count, self.stream, what=fn.__name__)
 
     def launch(self, function, grid, block, shared_bytes, params, cooperative=False):
-        size = ctypes.c_size_t(len(params))
-        buf = ctypes.create_string_buffer(bytes(params), max(len(params), 1))
-        extra = (ctypes.c_void_p * 5)(BUFFER_POINTER, ctypes.addressof(buf), BUFFER_SIZE,
-                                      ctypes.addressof(size), END)
+        extra, buf, _size = launch_extra(params)
         if cooperative:
             # hipModuleLaunchCooperativeKernel takes kernelParams only: one pointer per argument
             ptrs = (ctypes.c_void_p * max(len(function.info.params), 1))(
