@@ -680,41 +680,6 @@ done:
 }}"""
 
 
-def _emit_sync_block_fn(func, sym, frame_bytes, mctx):
-    mctx.declare("declare i32 @ptx_sched_block(ptr, ptr, ptr, i32, i32, i32, i32)")
-    return f"""define i32 {sym}(ptr %L, i64 %first, i64 %last, ptr %W) {{
-entry:
-  %gxp = getelementptr i8, ptr %L, i64 {FE.L_GRID}
-  %gx = load i32, ptr %gxp
-  %gyp = getelementptr i8, ptr %L, i64 {FE.L_GRID + 4}
-  %gy = load i32, ptr %gyp
-  %gx64 = zext i32 %gx to i64
-  %gy64 = zext i32 %gy to i64
-  %ne = icmp ult i64 %first, %last
-  br i1 %ne, label %head, label %done
-head:
-  %b = phi i64 [ %first, %entry ], [ %b.next, %next ]
-  %bq = udiv i64 %b, %gx64
-  %cx64 = urem i64 %b, %gx64
-  %cy64 = urem i64 %bq, %gy64
-  %cz64 = udiv i64 %bq, %gy64
-  %cx = trunc i64 %cx64 to i32
-  %cy = trunc i64 %cy64 to i32
-  %cz = trunc i64 %cz64 to i32
-  %r = call i32 @ptx_sched_block(ptr @"t.{func.name}", ptr %L, ptr %W, i32 %cx, i32 %cy, i32 %cz, i32 {frame_bytes})
-  %bad = icmp ne i32 %r, 0
-  br i1 %bad, label %fail, label %next
-next:
-  %b.next = add nuw i64 %b, 1
-  %more = icmp ult i64 %b.next, %last
-  br i1 %more, label %head, label %done
-fail:
-  ret i32 %r
-done:
-  ret i32 0
-}}"""
-
-
 # ------------------------------------------------------------------ module
 
 @dataclass

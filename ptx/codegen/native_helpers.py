@@ -14,7 +14,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 SOURCES = (HERE / "warp_scheduler.c", HERE.parent / "runtime" / "ptxrt.h")
 CFLAGS = ["-O2", "-shared", "-fPIC", "-std=gnu11"]
-EXPORTS = ("ptx_sched_block", "ptx_sched_resolve_warp", "ptx_sched_release_barrier")
+EXPORTS = ("ptx_sched_resolve_warp", "ptx_sched_release_barrier")
 _lock = threading.Lock()
 _lib = None
 

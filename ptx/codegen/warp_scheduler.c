@@ -2,16 +2,14 @@
    that returns at a block barrier or a warp collective, leaving its inputs in its frame header; the
    generated block loop runs the lanes and calls ptx_sched_resolve_warp (computes each collective over
    the 32 lanes exactly, with PTX semantics, and resumes the lanes) and ptx_sched_release_barrier
-   (releases a barrier once every live thread waits). ptx_sched_block is the same schedule as a
-   self-contained loop over an indirectly called thread function.
+   (releases a barrier once every live thread waits).
    Frame header layout: ptx/codegen/function_emitter.py (FH_*). */
 #include <stdint.h>
-#include <string.h>
 #include "../runtime/ptxrt.h"
 
 typedef struct frame_header {
     uint32_t resume;     /* 0: resume point, 0 = start */
-    uint32_t state;      /* 4: scheduler-private */
+    uint32_t state;      /* 4: RUN/DONE/AT_BAR/AT_WARP, kept by the block loop and this file */
     uint32_t kind;       /* 8: collective kind, or barrier id */
     uint32_t mode;       /* 12 */
     uint32_t mask;       /* 16: member mask */
@@ -26,13 +24,7 @@ typedef struct frame_header {
     uint32_t pad;        /* 60 */
 } frame_header;
 
-/* the last argument: the resume point when the caller knows it is the same for every thread, else -1
-   (the thread reads it from its frame) */
-typedef int32_t (*thread_fn)(const ptx_launch *, ptx_worker *, uint8_t *, uint32_t, uint32_t,
-                             uint32_t, uint32_t, uint32_t, uint32_t, int32_t);
-
 enum { RUN = 0, DONE = 1, AT_BAR = 2, AT_WARP = 3 };
-enum { ST_DONE = 0, ST_BARRIER = 1, ST_WARP = 2, ST_ABORT = 0x100 };
 enum { K_SHFL = 1, K_VOTE = 2, K_MATCH = 3, K_REDUX = 4, K_ACTIVEMASK = 5, K_WARPSYNC = 6 };
 
 static inline frame_header *hdr(ptx_worker *W, uint32_t t, uint32_t fb) {
@@ -123,18 +115,6 @@ static void resolve_group(ptx_worker *W, uint32_t base, uint32_t nlanes, uint32_
     }
 }
 
-static inline void run_thread(thread_fn fn, const ptx_launch *L, ptx_worker *W, uint32_t t,
-                              uint32_t fb, uint32_t cx, uint32_t cy, uint32_t cz, int32_t *abort_code) {
-    frame_header *h = hdr(W, t, fb);
-    uint32_t bx = L->block[0], by = L->block[1];
-    uint32_t tx = t % bx, ty = (t / bx) % by, tz = t / (bx * by);
-    int32_t r = fn(L, W, (uint8_t *)h, tx, ty, tz, cx, cy, cz, -1);
-    if (r == ST_DONE) h->state = DONE;
-    else if (r == ST_BARRIER) h->state = AT_BAR;
-    else if (r == ST_WARP) h->state = AT_WARP;
-    else { h->state = DONE; *abort_code = r - ST_ABORT; }
-}
-
 /* Resolve every warp collective the lanes [base, base+nl) wait at, once no lane of the warp can run;
    returns how many lanes were resumed (0: none waits at a collective). */
 uint32_t ptx_sched_resolve_warp(ptx_worker *W, uint32_t base, uint32_t nl, uint32_t fb) {
@@ -178,63 +158,4 @@ uint32_t ptx_sched_release_barrier(ptx_worker *W, uint32_t n, uint32_t fb) {
         }
     }
     return waiting;
-}
-
-int32_t ptx_sched_block(thread_fn fn, const ptx_launch *L, ptx_worker *W, uint32_t cx, uint32_t cy,
-                        uint32_t cz, uint32_t fb) {
-    uint32_t n = L->block[0] * L->block[1] * L->block[2];
-    int32_t abort_code = 0;
-    for (uint32_t t = 0; t < n; t++) {
-        frame_header *h = hdr(W, t, fb);
-        h->resume = 0;
-        h->state = RUN;
-    }
-    uint32_t nwarps = (n + 31) / 32;
-    for (;;) {
-        for (uint32_t w = 0; w < nwarps; w++) {
-            uint32_t base = w * 32, nl = n - base < 32 ? n - base : 32;
-            for (;;) {
-                /* run every runnable lane until it suspends or finishes */
-                for (uint32_t l = 0; l < nl; l++) {
-                    if (hdr(W, base + l, fb)->state == RUN) {
-                        run_thread(fn, L, W, base + l, fb, cx, cy, cz, &abort_code);
-                        if (abort_code) return abort_code;
-                    }
-                }
-                /* every lane is suspended or done: resolve the warp collectives, site by site */
-                uint32_t pending = 0;
-                for (uint32_t l = 0; l < nl; l++)
-                    if (hdr(W, base + l, fb)->state == AT_WARP) pending |= 1u << l;
-                if (!pending) break;
-                while (pending) {
-                    uint32_t first = __builtin_ctz(pending);
-                    uint32_t site = hdr(W, base + first, fb)->site, group = 0;
-                    for (uint32_t l = first; l < nl; l++)
-                        if ((pending >> l & 1) && hdr(W, base + l, fb)->site == site) group |= 1u << l;
-                    resolve_group(W, base, nl, fb, group);
-                    for (uint32_t l = 0; l < nl; l++)
-                        if (group >> l & 1) hdr(W, base + l, fb)->state = RUN;
-                    pending &= ~group;
-                }
-            }
-        }
-        /* all threads are done or at a block barrier */
-        uint32_t waiting = 0, popc = 0, any = 0, all = 1;
-        for (uint32_t t = 0; t < n; t++) {
-            frame_header *h = hdr(W, t, fb);
-            if (h->state == AT_BAR) {
-                waiting++;
-                if (h->pred_in) { popc++; any = 1; } else all = 0;
-            }
-        }
-        if (!waiting) return 0;
-        for (uint32_t t = 0; t < n; t++) {
-            frame_header *h = hdr(W, t, fb);
-            if (h->state == AT_BAR) {
-                h->state = RUN;
-                h->result = popc;
-                h->pred_out = (h->mode == 2) ? all : any;
-            }
-        }
-    }
 }
