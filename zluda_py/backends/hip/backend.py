@@ -152,6 +152,13 @@ class HipModule(BackendModule):
             self._functions = {}
 
 
+def _text(v) -> str:
+    """A hip-python string result (bytes, or a CStr whose decode() gives the text) as str."""
+    if hasattr(v, "decode"):
+        v = v.decode()
+    return str(v).split("\0", 1)[0]
+
+
 def _pci(bus_id: str):
     m = re.match(r"([0-9a-fA-F]+):([0-9a-fA-F]+):([0-9a-fA-F]+)", bus_id or "")
     return (int(m.group(1), 16), int(m.group(2), 16), int(m.group(3), 16)) if m else (0, 0, 0)
@@ -191,9 +198,9 @@ class HipBackend(Backend):
         """gcnArchName, e.g. 'gfx1100' or 'gfx90a:sramecc+:xnack-'."""
         a = self._arch.get(device)
         if a is None:
-            props = call(self.hip.hipGetDeviceProperties, device)
-            a = props.gcnArchName
-            a = a.decode() if isinstance(a, bytes) else str(a)
+            props = self.hip.hipDeviceProp_t()
+            call(self.hip.hipGetDeviceProperties, props, device)
+            a = _text(props.gcnArchName)
             self._arch[device] = a
         return a
 
@@ -205,14 +212,13 @@ class HipBackend(Backend):
         hip = self.hip
         out = []
         for d in range(int(call(hip.hipGetDeviceCount))):
-            name = call(hip.hipDeviceGetName, 256, d)
-            name = (name.decode() if isinstance(name, bytes) else str(name)).rstrip("\0")
+            name = _text(call(hip.hipDeviceGetName, 256, d))
             try:
                 family = parse_target(self.arch(d)).family
             except Exception:  # noqa: BLE001 - an unknown GPU still lists, with the default capability
                 family = "?"
             cc = compute_capability(family)
-            pci = _pci(call(hip.hipDeviceGetPCIBusId, 64, d))
+            pci = _pci(_text(call(hip.hipDeviceGetPCIBusId, 64, d)))
             total = int(call(hip.hipDeviceTotalMem, d))
             base = cpu_attributes(cc, 1, 1_000_000, 4 << 20, pci)
             attrs = hip_attributes(hip, d, base)
