@@ -18,7 +18,20 @@ from pathlib import Path
 from ptx.amdgpu_targets import AmdgpuTarget, parse_target
 from ptx.errors import PTXError, PTXUnsupportedError
 
-COMPILER_VERSION = "amdgcn-1"
+_compiler_version = None
+
+
+def compiler_version() -> str:
+    """A hash of the compiler's own sources: code objects cached by another compiler build never match."""
+    global _compiler_version
+    if _compiler_version is None:
+        h = hashlib.sha256(b"amdgcn-1")
+        for sub in ("", "codegen", "passes"):
+            for p in sorted((HERE / sub).glob("*.py")):
+                h.update(p.name.encode())
+                h.update(p.read_bytes())
+        _compiler_version = h.hexdigest()[:16]
+    return _compiler_version
 HERE = Path(__file__).resolve().parent
 _lock = threading.Lock()
 _datalayout = None
@@ -202,7 +215,7 @@ def compile_amdgpu(text: str, target: str = "gfx1100", cache_dir=None, fma_contr
         (d / f"{stem}.{tgt.cpu}.ll").write_text(air.text)
     cache = None
     if cache_dir:
-        key = hashlib.sha256("\0".join([text, COMPILER_VERSION, tgt.key, str(fma_contract), str(opt_level),
+        key = hashlib.sha256("\0".join([text, compiler_version(), tgt.key, str(fma_contract), str(opt_level),
                                         llvm_version()]).encode()).hexdigest()
         cache = _cache(cache_dir, key)
     code = cache.load() if cache else None
