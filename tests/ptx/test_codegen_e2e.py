@@ -387,3 +387,9 @@ def test_dump_dir_and_no_contraction_by_default(tmp_path):
     prod = np.float32(x[0]) * np.float32(x[1])
     assert x[2] == np.float32(prod + np.float32(x[0]))
     assert " contract " in ptx.compile(src, fma_contract=True).ir
+
+
+def test_device_malloc_and_free(mod):
+    o = np.full(64, -1, np.int32)
+    mod.kernel("mall").launch(1, 64, [o])
+    np.testing.assert_array_equal(o, np.arange(64, dtype=np.int32) * 120)

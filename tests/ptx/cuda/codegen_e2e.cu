@@ -112,3 +112,11 @@ extern "C" __global__ void earlyexit(int *o, int n) {
   __syncthreads();
   o[threadIdx.x] = s;
 }
+extern "C" __global__ void mall(int *out) {
+  int *p = (int *)malloc(16 * sizeof(int));
+  for (int i = 0; i < 16; i++) p[i] = threadIdx.x * i;
+  int s = 0;
+  for (int i = 0; i < 16; i++) s += p[i];
+  free(p);
+  out[threadIdx.x] = s;
+}
