@@ -133,6 +133,17 @@ def _float_inputs(rng, src, dst):
         extra = [lo, hi, lo - 1.0, hi + 1.0, hi + 0.5, lo - 0.5, -0.5, 0.5, 1.5, 2.5, -1.5, -2.5,
                  0.49999997, -0.9999, 2.0 ** 63, -2.0 ** 63, 2.0 ** 64, 2.0 ** 32, 2.0 ** 31, -2.0 ** 31]
         x[len(K.float_specials_bits(src)) * 2:][:len(extra)] = extra
+    elif src == "f64" and dst in ("f16", "bf16"):
+        # a midpoint of the destination plus or minus a bit that f32 cannot hold: going through f32
+        # would round twice and land on the wrong side
+        p = K.FORMATS[dst][0]
+        traps = []
+        for e in (0, 5, -3, -20 if dst == "bf16" else -10):
+            for sgn in (1.0, -1.0):
+                for tiny in (2.0 ** -40, -2.0 ** -40):
+                    traps.append(sgn * 2.0 ** e * (1 + 2.0 ** -p + tiny))
+                    traps.append(sgn * 2.0 ** e * (1 + 3 * 2.0 ** -p + tiny))
+        x[-len(traps):] = traps
     # make every value representable in the source format (e.g. f16 storage)
     return K.float_to_bits(x, src)
 
