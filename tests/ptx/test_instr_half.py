@@ -3,7 +3,7 @@ neg/abs, setp (incl. the two-predicate x2 form), and the f16 approximations; exa
 References checked on an NVIDIA H200 (driver 580, PTX JIT for sm_86), 2026-11-29: every test here passed
 with PTXKIT_BACKEND=cuda (see ptxkit.py); the corrections that hardware forced are noted where they apply.
 Written after the hardware runs, so not run there: bf16 add/sub/mul (the sm_90 module),
-test_mov_unpack_pack_halves and the min/max .xorsign.abs cases.
+test_mov_unpack_pack_halves, the min/max .xorsign.abs cases and the fma double-rounding traps.
 """
 
 import math
@@ -100,11 +100,33 @@ def _check_lanes(got, lane_inputs, packed, fmt, fn, inputs, name):
                       alt=K.float_to_bits(second, fmt))
 
 
+def _fma_traps(fmt):
+    """(a, b, c) whose exact a*b+c lies just below a midpoint of fmt by less than an f32 ulp: an fma done
+    in f32 and then rounded to f16 lands on the midpoint and rounds the wrong way."""
+    p = K.FORMATS[fmt][0] - 1
+    out = []
+    for scale in (1.0, 4.0, -1.0, 0.25):
+        a = 1 + 2.0 ** -p
+        b = 2.0 ** (-p - 1) * (1 - 2.0 ** -p) * scale
+        c = (1 + 2.0 ** -p) * scale
+        out.append((a, b, c))
+    return out
+
+
 @pytest.mark.parametrize("name", K.cases(sorted(ARITH), XFAIL))
 def test_half_arith(name, rng):
     op, fmt, packed, ftz, sat, relu = ARITH[name]
     arity = 3 if op == "fma" else 2
     ins, lanes = _lanes(rng, fmt, packed, arity)
+    if op == "fma":
+        for k, trap in enumerate(_fma_traps(fmt)):
+            for cols in lanes:
+                for j, v in enumerate(trap):
+                    cols[j][k] = K.float_to_bits([v], fmt)[0]
+        if packed:
+            ins = [(h.astype(np.uint32) << np.uint32(16)) | c.astype(np.uint32) for c, h in zip(*lanes)]
+        else:
+            ins = lanes[0]
     ks = KS90 if name in KS90.kernels else KS
     (got,) = K.run_elementwise(ks, name, ins, ["b32" if packed else "b16"], rng)
     _check_lanes(got, lanes, packed, fmt, lambda *v: _half_ref(op, list(v), fmt, ftz, sat, relu), ins, name)
