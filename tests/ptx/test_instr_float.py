@@ -3,7 +3,8 @@ and .full forms within their error bounds, min/max (NaN and signed-zero rules), 
 References are exact: rationals rounded to the format in the requested direction.
 References checked on an NVIDIA H200 (driver 580, PTX JIT for sm_86), 2026-11-29: every test here passed
 with PTXKIT_BACKEND=cuda (see ptxkit.py); the corrections that hardware forced are noted where they apply.
-Written after the hardware runs, so not run there: test_float_immediates, test_mul_add_contraction.
+Written after the hardware runs, so not run there: test_float_immediates, test_mul_add_contraction and the
+f32 fma double-rounding inputs.
 """
 
 import math
@@ -83,6 +84,12 @@ def test_float_exact(name, rng):
     if op in ("div", "rcp", "sqrt") and not ftz:
         # denormal operands/results are where exact division and sqrt are easiest to get wrong
         ins[0][-16:] = ins[0][-16:] * np.asarray(2.0 ** -140 if tn == "f32" else 2.0 ** -1060, ins[0].dtype)
+    if op == "fma" and tn == "f32":
+        # a*b+c just off a midpoint of f32 by less than an f64 ulp: an fma done in f64 and then rounded
+        # to f32 would round twice (and .rz/.rm/.rp would see the f64 rounding instead of the exact value)
+        for k, (sa, sc, d) in enumerate([(1, 1, -1), (1, 1, 1), (-1, 1, -1), (1, -1, 1), (-1, -1, -1)]):
+            a, b, c = 1 + 2.0 ** -23, 2.0 ** -24 * (1 + d * 2.0 ** -23), 1 + 2.0 ** -23
+            ins[0][-20 - k], ins[1][-20 - k], ins[2][-20 - k] = sa * a, sc * sa * b, sc * c
     (got,) = K.run_elementwise(KS, name, ins, [tn], rng)
     cols = [K.ftz(x, tn) if ftz else x.astype(np.float64) for x in ins]
     want = []
