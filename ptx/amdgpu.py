@@ -145,21 +145,85 @@ class AmdgpuModule:
 
 # ------------------------------------------------------------------ compile
 
+class _CompilerChild:
+    """One long-lived LLVM child (amdgpu_llc.py --serve), restarted after it dies: an abort costs one
+    module, and the interpreter and LLVM start once per process instead of once per module."""
+
+    def __init__(self):
+        self.proc = None
+        self.err = None
+        self.lock = threading.Lock()
+
+    def _start(self):
+        self.err = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen([python_executable(), str(HERE / "amdgpu_llc.py"), "--serve"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.err)
+
+    def _stop(self):
+        if self.proc is not None:
+            try:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        self.proc = None
+
+    def _read(self, n, deadline):
+        import select
+        import time
+        buf = b""
+        fd = self.proc.stdout
+        while len(buf) < n:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                raise TimeoutError
+            chunk = os.read(fd.fileno(), n - len(buf))
+            if not chunk:
+                raise EOFError
+            buf += chunk
+        return buf
+
+    def _readline(self, deadline):
+        line = b""
+        while not line.endswith(b"\n"):
+            line += self._read(1, deadline)
+        return line
+
+    def compile(self, ir: bytes, target: AmdgpuTarget, opt_level: int, timeout: float) -> bytes:
+        import time
+        with self.lock:
+            if self.proc is None or self.proc.poll() is not None:
+                self._start()
+            deadline = time.monotonic() + timeout
+            try:
+                self.proc.stdin.write(f"{target.cpu} {target.llvm_features or '-'} {opt_level} {len(ir)}\n".encode()
+                                      + ir)
+                self.proc.stdin.flush()
+                status, n = self._readline(deadline).split()
+                payload = self._read(int(n), deadline)
+            except TimeoutError:
+                self._stop()
+                raise ToolchainError(f"LLVM took longer than {timeout:.0f} s compiling for {target.cpu}") from None
+            except (EOFError, BrokenPipeError, OSError):
+                code = self.proc.wait()
+                self.err.seek(0)
+                err = self.err.read().decode(errors="replace").strip().splitlines()
+                self.proc = None
+                why = next((ln for ln in err if "LLVM ERROR" in ln or "error" in ln.lower()), err[-1] if err else "")
+                sig = f"signal {-code}" if code < 0 else f"exit {code}"
+                raise PTXUnsupportedError(f"the AMDGPU backend of LLVM rejected the module for {target.cpu} "
+                                          f"({sig}): {why[:400]}") from None
+            if status == b"OK":
+                return payload
+            raise PTXUnsupportedError(f"the AMDGPU backend of LLVM rejected the module for {target.cpu}: "
+                                      f"{payload.decode(errors='replace')[:400]}")
+
+
+_child = _CompilerChild()
+
+
 def _compile_object(ir: str, target: AmdgpuTarget, opt_level: int, timeout: float) -> bytes:
-    cmd = [python_executable(), str(HERE / "amdgpu_llc.py"), target.cpu, target.llvm_features, str(opt_level)]
-    try:
-        r = subprocess.run(cmd, input=ir.encode(), capture_output=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        raise ToolchainError(f"LLVM took longer than {timeout:.0f} s compiling for {target.cpu}") from None
-    except OSError as e:
-        raise ToolchainError(f"cannot start the LLVM child process: {e}") from None
-    if r.returncode != 0 or not r.stdout:
-        err = r.stderr.decode(errors="replace").strip().splitlines()
-        why = next((ln for ln in err if "LLVM ERROR" in ln or "error" in ln.lower()), err[-1] if err else "")
-        sig = f"signal {-r.returncode}" if r.returncode < 0 else f"exit {r.returncode}"
-        raise PTXUnsupportedError(f"the AMDGPU backend of LLVM rejected the module for {target.cpu} "
-                                  f"({sig}): {why[:400]}")
-    return r.stdout
+    return _child.compile(ir.encode(), target, opt_level, timeout)
 
 
 def _link(obj: bytes, timeout: float) -> bytes:

@@ -1,30 +1,62 @@
-"""Child process of the amdgcn compiler: LLVM IR on stdin -> optimised relocatable object on stdout.
+"""Child process of the amdgcn compiler: LLVM IR -> optimised relocatable object.
 
 Runs apart from the application because LLVM aborts the whole process on what the AMDGPU backend
-cannot select (an unsupported intrinsic); the parent sees a failed child, not a dead process.
-Usage: python amdgpu_llc.py CPU FEATURES OPT_LEVEL < module.ll > module.o"""
+cannot select (an unsupported intrinsic); the parent sees a dead child, not a dead process.
+  python amdgpu_llc.py CPU FEATURES OPT_LEVEL < module.ll > module.o      (one module)
+  python amdgpu_llc.py --serve   requests "CPU FEATURES|- OPT LEN\\n" + IR on stdin; answers
+                                 "OK LEN\\n" + object or "ERR LEN\\n" + message on stdout"""
 
 import sys
 
+_llvm = None
 
-def main():
-    cpu, features, opt = sys.argv[1], sys.argv[2], int(sys.argv[3])
+
+def _compile(ir: str, cpu: str, features: str, opt: int) -> bytes:
+    global _llvm
     import llvmlite.binding as llvm
-    llvm.initialize_all_targets()
-    llvm.initialize_all_asmprinters()
-    ir = sys.stdin.buffer.read().decode()
+    if _llvm is None:
+        llvm.initialize_all_targets()
+        llvm.initialize_all_asmprinters()
+        _llvm = llvm
     tm = llvm.Target.from_triple("amdgcn-amd-amdhsa").create_target_machine(
         cpu=cpu, features=features, opt=opt, reloc="pic")
     try:
         mod = llvm.parse_assembly(ir)
         mod.verify()
     except RuntimeError as e:
-        sys.stderr.write("invalid LLVM IR: " + " | ".join(str(e).splitlines()[1:3]) + "\n")
-        return 3
+        raise ValueError("invalid LLVM IR: " + " | ".join(str(e).splitlines()[1:3])) from None
     pto = llvm.create_pipeline_tuning_options(speed_level=opt)
     pb = llvm.create_pass_builder(tm, pto)
     pb.getModulePassManager().run(mod, pb)
-    obj = tm.emit_object(mod)
+    return tm.emit_object(mod)
+
+
+def serve():
+    inp, out = sys.stdin.buffer, sys.stdout.buffer
+    while True:
+        header = inp.readline()
+        if not header:
+            return 0
+        cpu, features, opt, n = header.decode().split()
+        ir = inp.read(int(n)).decode()
+        try:
+            obj = _compile(ir, cpu, "" if features == "-" else features, int(opt))
+            out.write(b"OK %d\n" % len(obj) + obj)
+        except ValueError as e:
+            msg = str(e).encode()
+            out.write(b"ERR %d\n" % len(msg) + msg)
+        out.flush()
+
+
+def main():
+    if sys.argv[1:2] == ["--serve"]:
+        return serve()
+    cpu, features, opt = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    try:
+        obj = _compile(sys.stdin.buffer.read().decode(), cpu, features, opt)
+    except ValueError as e:
+        sys.stderr.write(f"{e}\n")
+        return 3
     sys.stdout.buffer.write(obj)
     sys.stdout.buffer.flush()
     return 0

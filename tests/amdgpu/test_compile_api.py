@@ -68,6 +68,9 @@ define amdgpu_kernel void @k(ptr addrspace(1) %p) {{
 '''
     with pytest.raises(ptx.PTXUnsupportedError, match="rejected the module"):
         _compile_object(ir, parse_target("gfx1100"), 2, 120)
+    # the next module gets a fresh child
+    need_linker()
+    assert ptx.compile(PTX, target="gfx1100").kernel("add1").param_size == 12
 
 
 def test_unsupported_feature_is_a_clean_error():
