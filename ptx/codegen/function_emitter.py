@@ -74,6 +74,7 @@ class FunctionEmitter:
         self.addr_vars = {}         # .local/.param variable in body -> (pointer value, size)
         self.func_params = {}       # .func param name -> pointer argument
         self.local_vars = []        # (pointer, size) of this function's .local variables
+        self.shadows = {}           # 64-bit register -> alloca of the same address as a pointer
         self.sync_sites = []        # [(label to resume at, post-resume callback)]
         self.L = "%L"
         self.W = "%W"
@@ -130,7 +131,20 @@ class FunctionEmitter:
         ty = T.llvm_type(d.type.name)
         ptr = self.f.alloca(ty)
         self.regs[name] = (ty, ptr)
+        if ty == "i64" and self.mode != "sync":
+            # every write also keeps the value as a pointer, derived (gep) from the pointer it was
+            # computed from when known: addresses keep their provenance, so LLVM can analyse them
+            self.shadows[name] = self.f.alloca("ptr")
         return self.regs[name]
+
+    def pointer_of(self, op):
+        """The register operand's value as a pointer with provenance, or None."""
+        if isinstance(op, A.Reg) and self.is_register(op.name):
+            self.reg(op.name)
+            sp = self.shadows.get(op.name)
+            if sp is not None:
+                return self.f.op(f"load ptr, ptr {sp}")
+        return None
 
     def touch_all_registers(self):
         """Create storage for every register the body names (resumable threads save a fixed set)."""
@@ -251,7 +265,7 @@ class FunctionEmitter:
             return self.f.op(f"{'fptrunc' if LLVM_BITS[ty] < LLVM_BITS[rty] else 'fpext'} {rty} {v} to {ty}")
         return self.coerce(v, rty, ty)
 
-    def write(self, op, val, ptype, ins=None, signed=None):
+    def write(self, op, val, ptype, ins=None, signed=None, ptr_hint=None):
         """Store `val` (LLVM type of `ptype`) into a destination operand."""
         ins = ins or self.cur_ins
         if isinstance(op, A.Sink):
@@ -263,12 +277,21 @@ class FunctionEmitter:
         sg = T.is_signed(ptype) if signed is None else signed
         v = self.coerce(val, ty, rty, sg)
         self.f.emit(f"store {rty} {v}, ptr {ptr}")
+        self._write_shadow(op.name, v, ptr_hint)
+
+    def _write_shadow(self, name, v, ptr_hint):
+        sp = self.shadows.get(name)
+        if sp is not None:
+            pv = ptr_hint if ptr_hint is not None else self.f.op(f"inttoptr i64 {v} to ptr")
+            self.f.emit(f"store ptr {pv}, ptr {sp}")
 
     def write_llvm(self, op, val, ty, signed=False):
         if isinstance(op, A.Sink):
             return
         rty, ptr = self.reg(op.name, self.cur_ins)
-        self.f.emit(f"store {rty} {self.coerce(val, ty, rty, signed)}, ptr {ptr}")
+        v = self.coerce(val, ty, rty, signed)
+        self.f.emit(f"store {rty} {v}, ptr {ptr}")
+        self._write_shadow(op.name, v, None)
 
     # ------------------------------------------------------------ symbols and addresses
     def symbol_value(self, name, offset, ins):
@@ -315,6 +338,9 @@ class FunctionEmitter:
             p = self.symbol_ptr(base, ins, allow_shared=(space in ("shared", None, "generic")))
             if space not in ("shared",) and self.m.shared_offset(base) is not None and space is not None:
                 semantic(ins, f"{base} is not in the .{space} state space")
+            return f.op(f"getelementptr i8, ptr {p}, i64 {op.offset}") if op.offset else p
+        if base is not None and space != "shared" and base in self.shadows:
+            p = self.pointer_of(A.Reg(base, op.pos))
             return f.op(f"getelementptr i8, ptr {p}, i64 {op.offset}") if op.offset else p
         if base is None:
             av = str(op.offset)
