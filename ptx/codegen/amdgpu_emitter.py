@@ -14,7 +14,7 @@ from ptx.codegen.irtext import IRFunction
 from ptx.codegen.host_module import ModuleContext, llvm_name
 
 # v5 hidden kernel arguments (offsets from llvm.amdgcn.implicitarg.ptr)
-HID_BLOCK_COUNT, HID_GROUP_SIZE, HID_DYN_LDS = 0, 12, 120
+HID_BLOCK_COUNT, HID_GROUP_SIZE = 0, 12
 HANDLERS = {}        # opcode -> fn(emitter, instruction): the amdgcn overrides of FE.HANDLERS
 
 
@@ -43,6 +43,7 @@ class AmdModuleContext(ModuleContext):
         super().__init__(module, fma_contract)
         self.target = target
         self.kernel_dynamic_base = 0      # LDS offset of `extern .shared` in the kernel being emitted
+        self.kernel_static_shared = 0     # its PTX static shared bytes
         self.bar_red_offset = None        # LDS scratch word of bar.red in that kernel
 
     def add_helper(self, name, text):
@@ -93,6 +94,23 @@ class AmdgpuFunctionEmitter(FunctionEmitter):
         if ty == "i32":
             return v
         return self.invariant(("ia.z", off), lambda: f"zext {ty} {v} to i32")
+
+    def group_segment_size(self):
+        """LDS bytes of this dispatch (static + dynamic): the AQL packet's group_segment_size (+28)."""
+        def dp():
+            self.m.declare("declare ptr addrspace(4) @llvm.amdgcn.dispatch.ptr()")
+            return "call ptr addrspace(4) @llvm.amdgcn.dispatch.ptr()"
+        base = self.invariant("dispatch", dp)
+        p = self.invariant("dispatch.gss.p", lambda: f"getelementptr i8, ptr addrspace(4) {base}, i64 28")
+        return self.invariant("dispatch.gss", lambda: f"load i32, ptr addrspace(4) {p}, align 4, !invariant.load !{{}}")
+
+    def dynamic_base(self):
+        """LDS offset where `extern .shared` memory starts (i32 text)."""
+        if self.mode == "func":
+            f = self.f
+            p3 = f.op(f"addrspacecast ptr {self.W} to ptr addrspace(3)")
+            return f.op(f"ptrtoint ptr addrspace(3) {p3} to i32")
+        return str(self.m.kernel_dynamic_base)
 
     def ntid(self, i):
         return self.implicit_arg(HID_GROUP_SIZE + 2 * i, "i16")
@@ -174,11 +192,7 @@ class AmdgpuFunctionEmitter(FunctionEmitter):
     def shared_symbol_offset(self, name):
         """LDS offset (i32 value text) of a .shared variable, or None."""
         if name in self.m.dynamic_shared_names:
-            if self.mode == "func":
-                f = self.f
-                p3 = f.op(f"addrspacecast ptr {self.W} to ptr addrspace(3)")
-                return f.op(f"ptrtoint ptr addrspace(3) {p3} to i32")
-            return str(self.m.kernel_dynamic_base)
+            return self.dynamic_base()
         sh = self.m.shared_offset(name)
         return None if sh is None else str(sh)
 
@@ -266,11 +280,11 @@ class AmdgpuFunctionEmitter(FunctionEmitter):
             return f.op(f"trunc i64 {ws} to i32"), "i32"
         if name == "%smid":
             return "0", "i32"
-        if name == "%dynamic_smem_size":
-            return self.implicit_arg(HID_DYN_LDS, "i32"), "i32"
-        if name in ("%total_smem_size", "%aggr_smem_size"):
-            d = self.implicit_arg(HID_DYN_LDS, "i32")
-            return f.op(f"add i32 {d}, {self.m.kernel_dynamic_base}"), "i32"
+        if name in ("%dynamic_smem_size", "%total_smem_size", "%aggr_smem_size"):
+            dyn = f.op(f"sub i32 {self.group_segment_size()}, {self.dynamic_base()}")
+            if name == "%dynamic_smem_size" or self.mode == "func":
+                return dyn, "i32"
+            return f.op(f"add i32 {dyn}, {self.m.kernel_static_shared}"), "i32"
         return super().special_register(name, ins)
 
     # ------------------------------------------------------------ control

@@ -170,6 +170,7 @@ def _emit_kernel(func, flat, mctx, out):
         mctx.bar_red_offset = lds
         lds = round_up(lds + 4, dyn_align)
     mctx.kernel_dynamic_base = lds
+    mctx.kernel_static_shared = static_shared
     for n in dyn_names:
         mctx.shared_kernel[n] = lds
 
