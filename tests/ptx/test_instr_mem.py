@@ -7,7 +7,8 @@ Written after the hardware runs, so not run there: the .nc/ldu/.ca vector loads,
 test_static_and_dynamic_shared_do_not_overlap,
 test_narrow_loads_extend_into_wide_registers, test_struct_param_by_value, test_cp_async_with_zero_fill
 test_nanosleep_pmevent, test_kernel_param_address, test_initialisers
-and test_shared_cta_spelling.
+test_shared_cta_spelling and
+test_addresses_through_every_route.
 """
 
 import numpy as np
@@ -701,3 +702,72 @@ def test_shared_cta_spelling(rng):
     a = K.rand_ints(rng, "u32", N)
     (got,) = K.run_elementwise(KS, "shared_cta_spelling", [a], ["u32"], rng)
     K.check_equal(got, (a.astype(np.uint64) * 2 + 5).astype(np.uint32), [a], ".shared::cta")
+
+
+# ---------------------------------------------------------------- addresses computed every legal way
+
+KS.add("pointer_routes", """
+.visible .entry pointer_routes(.param .u64 out)
+{
+.reg .u32 %i, %t, %c, %n, %v, %lo, %hi, %lo2, %hi2;
+.reg .u64 %base, %a, %b, %x, %off, %slot;
+.reg .pred %p;
+.local .align 8 .u64 spill;
+mov.u32 %t, %tid.x; mov.u32 %c, %ctaid.x; mov.u32 %n, %ntid.x;
+mad.lo.u32 %i, %c, %n, %t;
+ld.param.u64 %base, [out];
+cvta.to.global.u64 %base, %base;
+mul.wide.u32 %off, %i, 32;
+add.u64 %a, %base, %off;
+shl.b32 %v, %i, 4;
+st.global.u32 [%a], %v;
+mov.b64 {%lo, %hi}, %a;
+mov.b64 %b, {%lo, %hi};
+or.b32 %v, %v, 1;
+st.global.u32 [%b+4], %v;
+add.u64 %b, %a, 11;
+and.b64 %b, %b, -4;
+shl.b32 %v, %i, 4; or.b32 %v, %v, 2;
+st.global.u32 [%b], %v;
+xor.b64 %b, %a, 0x5a5a5a5a00000000;
+xor.b64 %b, %b, 0x5a5a5a5a00000000;
+shl.b32 %v, %i, 4; or.b32 %v, %v, 3;
+st.global.u32 [%b+12], %v;
+sub.u64 %x, %a, %base;
+add.u64 %b, %base, %x;
+shl.b32 %v, %i, 4; or.b32 %v, %v, 4;
+st.global.u32 [%b+16], %v;
+and.b32 %lo, %i, 1;
+setp.eq.u32 %p, %lo, 1;
+add.u64 %x, %a, 20;
+add.u64 %b, %base, 0;
+selp.b64 %b, %x, %b, %p;
+@!%p add.u64 %b, %a, 20;
+shl.b32 %v, %i, 4; or.b32 %v, %v, 5;
+st.global.u32 [%b], %v;
+st.local.u64 [spill], %a;
+ld.local.u64 %b, [spill];
+shl.b32 %v, %i, 4; or.b32 %v, %v, 6;
+st.global.u32 [%b+24], %v;
+add.u64 %slot, %a, 28;
+mov.b64 {%lo, %hi}, %slot;
+shfl.sync.bfly.b32 %lo2, %lo, 1, 0x1f, 0xffffffff;
+shfl.sync.bfly.b32 %hi2, %hi, 1, 0x1f, 0xffffffff;
+mov.b64 %b, {%lo2, %hi2};
+shl.b32 %v, %i, 4; or.b32 %v, %v, 7;
+st.global.u32 [%b], %v;
+ret;
+}
+""")
+
+
+def test_addresses_through_every_route(rng):
+    """A pointer split and rejoined, masked, xored twice, rebuilt from a difference, selected, spilled to
+    local memory, and exchanged between lanes with shfl must still address the same memory."""
+    n = 256
+    out = K.poison((n, 8), np.uint32, rng)
+    K.launch(KS.kernel("pointer_routes"), n // 64, 64, [out])
+    i = np.arange(n)[:, None]
+    want = (i << 4) | np.arange(8)[None, :]
+    want[:, 7] = ((np.arange(n) ^ 1) << 4) | 7
+    K.check_equal(out.reshape(-1), want.astype(np.uint32).reshape(-1), [], "stores through rebuilt pointers")
