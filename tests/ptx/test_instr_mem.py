@@ -3,12 +3,10 @@ ldu), shared (static and dynamic), local, const and module .global variables wit
 params of each scalar type, generic addressing through cvta.
 References checked on an NVIDIA H200 (driver 580, PTX JIT for sm_86), 2026-11-29: every test here passed
 with PTXKIT_BACKEND=cuda (see ptxkit.py); the corrections that hardware forced are noted where they apply.
-Written after the hardware runs, so not run there: the .nc/ldu/.ca vector loads,
-test_static_and_dynamic_shared_do_not_overlap,
-test_narrow_loads_extend_into_wide_registers, test_struct_param_by_value, test_cp_async_with_zero_fill
-test_nanosleep_pmevent, test_kernel_param_address, test_initialisers
-test_shared_cta_spelling and
-test_addresses_through_every_route.
+Written after the hardware runs, so not run there: the .nc/ldu/.ca vector loads and
+test_static_and_dynamic_shared_do_not_overlap, test_narrow_loads_extend_into_wide_registers,
+test_struct_param_by_value, test_cp_async_with_zero_fill, test_nanosleep_pmevent, test_kernel_param_address,
+test_initialisers, test_shared_cta_spelling, test_addresses_through_every_route.
 """
 
 import numpy as np
