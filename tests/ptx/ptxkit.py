@@ -172,14 +172,18 @@ class _CudaKernel:
         grid = _dim3(grid)
         block = _dim3(block)
         bufs, holders, ptrs = [], [], []
+        seen = {}  # the same array passed twice gets the same device buffer (aliasing params)
         for a, size in zip(args, self.param_sizes):
-            if isinstance(a, np.ndarray):
+            if isinstance(a, np.ndarray) and id(a) in seen:
+                holder = ctypes.c_uint64(seen[id(a)])
+            elif isinstance(a, np.ndarray):
                 dptr = ctypes.c_uint64()
                 nbytes = max(a.nbytes, 1)
                 _CudaBackend._check(cu.cuMemAlloc_v2(ctypes.byref(dptr), ctypes.c_size_t(nbytes)), "alloc")
                 _CudaBackend._check(cu.cuMemcpyHtoD_v2(dptr, a.ctypes.data_as(ctypes.c_void_p),
                                                        ctypes.c_size_t(a.nbytes)), "htod")
                 bufs.append((a, dptr))
+                seen[id(a)] = dptr.value
                 holder = ctypes.c_uint64(dptr.value)
             elif isinstance(a, (bytes, bytearray)):
                 holder = ctypes.create_string_buffer(bytes(a), size)

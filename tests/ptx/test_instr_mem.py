@@ -6,7 +6,7 @@ with PTXKIT_BACKEND=cuda (see ptxkit.py); the corrections that hardware forced a
 Written after the hardware runs, so not run there: the .nc/ldu/.ca vector loads and
 test_static_and_dynamic_shared_do_not_overlap, test_narrow_loads_extend_into_wide_registers,
 test_struct_param_by_value, test_cp_async_with_zero_fill, test_nanosleep_pmevent, test_kernel_param_address,
-test_initialisers, test_shared_cta_spelling, test_addresses_through_every_route.
+test_initialisers, test_shared_cta_spelling, test_addresses_through_every_route, test_aliasing_params.
 """
 
 import numpy as np
@@ -769,3 +769,34 @@ def test_addresses_through_every_route(rng):
     want = (i << 4) | np.arange(8)[None, :]
     want[:, 7] = ((np.arange(n) ^ 1) << 4) | 7
     K.check_equal(out.reshape(-1), want.astype(np.uint32).reshape(-1), [], "stores through rebuilt pointers")
+
+
+KS.add("aliasing_params", """
+.visible .entry aliasing_params(.param .u64 a, .param .u64 b, .param .u64 c)
+{
+.reg .u32 %i, %v, %w;
+.reg .u64 %pa, %pb, %pc, %off;
+mov.u32 %i, %tid.x;
+mul.wide.u32 %off, %i, 4;
+ld.param.u64 %pa, [a]; cvta.to.global.u64 %pa, %pa; add.u64 %pa, %pa, %off;
+ld.param.u64 %pb, [b]; cvta.to.global.u64 %pb, %pb; add.u64 %pb, %pb, %off;
+ld.param.u64 %pc, [c]; cvta.to.global.u64 %pc, %pc; add.u64 %pc, %pc, %off;
+ld.global.u32 %v, [%pa];
+add.u32 %v, %v, 1;
+st.global.u32 [%pb], %v;
+ld.global.u32 %w, [%pa];
+mul.lo.u32 %w, %w, 3;
+st.global.u32 [%pc], %w;
+ret;
+}
+""")
+
+
+def test_aliasing_params(rng):
+    """Kernel pointer params may alias (no __restrict__): a store through b must be seen by a load through a."""
+    x = rng.integers(0, 1 << 20, 128).astype(np.uint32)
+    y = K.poison((128,), np.uint32, rng)
+    x0 = x.copy()
+    K.launch(KS.kernel("aliasing_params"), 1, 128, [x, x, y])
+    K.check_equal(x, x0 + np.uint32(1), [x0], "stored through the alias")
+    K.check_equal(y, (x0 + np.uint32(1)) * np.uint32(3), [x0], "reloaded after the aliasing store")
