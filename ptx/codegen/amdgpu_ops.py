@@ -458,6 +458,9 @@ def op_call(em, ins):
             # the GPU stops the kernel; the HIP runtime reports the fault (the message is not printed)
             em.abort("2")
             return
+        if name == "vprintf":
+            from ptx.codegen.amdgpu_printf import lower_vprintf
+            return lower_vprintf(em, ins, rets, args)
         raise PTXUnsupportedError(f"{name} in device code is not supported on AMD GPUs yet",
                                   ins.pos.line, ins.pos.col)
     FE.HANDLERS["call"](em, ins)

@@ -18,6 +18,27 @@ def _int_range(t):
     return 0, (1 << bits) - 1
 
 
+def _int_to_f64_odd(em, v, sty, signed):
+    """A 64-bit integer as f64 rounded to odd: bits below the 53-bit significand fold into a sticky
+    lsb, the rest converts exactly and is scaled back by a power of two."""
+    f = em.f
+    neg = f.op(f"icmp slt i64 {v}, 0") if signed else "false"
+    mag = f.op(f"select i1 {neg}, i64 {f.op(f'sub i64 0, {v}')}, i64 {v}")
+    lz = em.call("llvm.ctlz.i64", "i64", [("i64", mag), ("i1", "false")])
+    sh = f.op(f"sub i64 11, {lz}")
+    big = f.op(f"icmp sgt i64 {sh}, 0")
+    shift = f.op(f"select i1 {big}, i64 {sh}, i64 0")
+    one_sh = f.op(f"shl i64 1, {shift}")
+    low = f.op(f"and i64 {mag}, {f.op(f'sub i64 {one_sh}, 1')}")
+    sticky = f.op(f"zext i1 {f.op(f'icmp ne i64 {low}, 0')} to i64")
+    top = f.op(f"or i64 {f.op(f'lshr i64 {mag}, {shift}')}, {sticky}")
+    d = f.op(f"uitofp i64 {top} to double")
+    expo = f.op(f"add i64 {shift}, 1023")
+    scale = f.op(f"bitcast i64 {f.op(f'shl i64 {expo}, 52')} to double")
+    d = f.op(f"fmul double {d}, {scale}")
+    return f.op(f"select i1 {neg}, double {f.op(f'fneg double {d}')}, double {d}")
+
+
 def _f64_to_f16(em, v):
     """Correctly rounded f64 -> f16 without a libcall: round to f32 by round-to-odd, then to f16."""
     return em.f.op(f"fptrunc float {_f64_to_f32_odd(em, v)} to half")
@@ -84,9 +105,11 @@ def convert_float(em, ins, v, st, dt, rnd):
     f = em.f
     sty, dty = T.llvm_type(st), T.llvm_type(dt)
     mode = ROUNDING.get(rnd) if rnd in ROUNDING else None
-    if T.bits_of(dt) > T.bits_of(st) or (st == "bf16" and dt != "f16") or st == dt:
-        if st == "bf16" and dt == "f16":
-            unsupported(ins)
+    if st == "bf16" and dt == "f16":
+        x = fext(em, v, "bfloat", "float")          # exact
+        r = f.op(f"fptrunc float {x} to half")
+        return r if mode is None else directed_from_nearest(em, x, "float", r, "half", mode)
+    if T.bits_of(dt) > T.bits_of(st) or st == "bf16" or st == dt:
         return fext(em, v, sty, dty)
     if dt == "bf16":
         x, xty = v, sty
@@ -189,8 +212,9 @@ def op_cvt(em, ins):
         if rnd in IRND:
             semantic(ins, f".{rnd} on an integer-to-float cvt")
         if dt in ("bf16", "f16"):
-            # through f64 (exact for <= 53-bit values; wider ones overflow these formats anyway)
-            xd = f.op(f"{k} {sty} {v} to double")
+            # through f64, rounded to odd so the final rounding sees the exact integer
+            xd = _int_to_f64_odd(em, v, sty, T.is_signed(st)) if sty == "i64" else \
+                f.op(f"{k} {sty} {v} to double")
             if dt == "f16":
                 r = _f64_to_f16(em, xd)
             else:
