@@ -461,6 +461,29 @@ def op_call(em, ins):
         if name == "vprintf":
             from ptx.codegen.amdgpu_printf import lower_vprintf
             return lower_vprintf(em, ins, rets, args)
-        raise PTXUnsupportedError(f"{name} in device code is not supported on AMD GPUs yet",
-                                  ins.pos.line, ins.pos.col)
+        return _device_heap(em, name, rets, args)
     FE.HANDLERS["call"](em, ins)
+
+
+HEAP_BYTES = 8 << 20      # CUDA's default cudaLimitMallocHeapSize
+
+
+def _device_heap(em, name, rets, args):
+    """Device malloc/free: a bump allocator over an 8 MiB heap in the module's .bss (16-byte aligned
+    blocks; NULL once it is used up, as CUDA answers on an exhausted heap); free releases nothing."""
+    from ptx.codegen.ops_ctrl import _arg_value, _set_ret
+    f = em.f
+    if name == "free":
+        return
+    em.m.add_helper("@device_heap", f"@zluda.heap = internal addrspace(1) global [{HEAP_BYTES} x i8] "
+                                    "zeroinitializer, align 16\n"
+                                    "@zluda.heap.top = internal addrspace(1) global i64 0, align 8")
+    size = _arg_value(em, args[0], "u64")
+    n = f.op(f"and i64 {f.op(f'add i64 {size}, 15')}, -16")
+    old = f.op(f'atomicrmw add ptr addrspace(1) @zluda.heap.top, i64 {n} syncscope("agent") monotonic, align 8')
+    end = f.op(f"add i64 {old}, {n}")
+    fits = f.op(f"icmp ule i64 {end}, {HEAP_BYTES}")
+    base = f.op("ptrtoint ptr addrspace(1) @zluda.heap to i64")
+    p = f.op(f"select i1 {fits}, i64 {f.op(f'add i64 {base}, {old}')}, i64 0")
+    if rets:
+        _set_ret(em, rets[0], p, "b64")
