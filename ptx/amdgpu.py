@@ -152,9 +152,11 @@ class _CompilerChild:
     def __init__(self):
         self.proc = None
         self.err = None
+        self.owner = None            # pid that started the child: a forked process starts its own
         self.lock = threading.Lock()
 
     def _start(self):
+        self.owner = os.getpid()
         self.err = tempfile.TemporaryFile()
         self.proc = subprocess.Popen([python_executable(), str(HERE / "amdgpu_llc.py"), "--serve"],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.err)
@@ -192,7 +194,7 @@ class _CompilerChild:
     def compile(self, ir: bytes, target: AmdgpuTarget, opt_level: int, timeout: float) -> bytes:
         import time
         with self.lock:
-            if self.proc is None or self.proc.poll() is not None:
+            if self.proc is None or self.owner != os.getpid() or self.proc.poll() is not None:
                 self._start()
             deadline = time.monotonic() + timeout
             try:
