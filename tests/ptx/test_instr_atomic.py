@@ -4,7 +4,7 @@ for few addresses. Order-independent checks: the returned old values must form o
 References checked on an NVIDIA H200 (driver 580, PTX JIT for sm_86), 2026-11-29: every test here passed
 with PTXKIT_BACKEND=cuda (see ptxkit.py); the corrections that hardware forced are noted where they apply.
 Written after the hardware runs, so not run there: the ordered-history check for min/max/and/or (the final
-values were checked there) and test_generic_address_atomics.
+values were checked there), test_generic_address_atomics and test_cas_b16_leaves_neighbours_alone.
 """
 
 import numpy as np
@@ -408,3 +408,23 @@ def test_generic_address_atomics(rng):
     assert gcount.tolist() == [start + block, start + 2 * block], "global final values"
     assert sorted(out[:, 1].tolist()) == list(range(block)), "shared atom.add history"
     assert totals.tolist() == [block, block - 1], "shared final values"
+
+
+# ---------------------------------------------------------------- 16-bit cas next to busy neighbours
+
+KS.add("cas_b16", K.elementwise("cas_b16", """
+atom.global.cas.b16 %d, [%addr], %b, %c;
+""".replace("[%addr]", "[%slot]"), [("b", "b16"), ("c", "b16"), ("s", "b16")], [("d", "b16")],
+    temps=[("slot", "u64")]).replace("ld.global.b16 %s, [%addr];", "ld.global.b16 %s, [%addr];\nmov.u64 %slot, %addr;"))
+
+
+def test_cas_b16_leaves_neighbours_alone(rng):
+    """Every thread cas-es its own 16-bit slot; the slots share 32-bit words with other threads' slots."""
+    n = 1024
+    slots = K.rand_ints(rng, "u16", n)
+    cmp = np.where(rng.random(n) < 0.5, slots, K.rand_ints(rng, "u16", n)).astype(np.uint16)
+    new = K.rand_ints(rng, "u16", n)
+    before = slots.copy()
+    (old,) = K.run_elementwise(KS, "cas_b16", [cmp, new, slots], ["b16"], rng)
+    K.check_equal(old, before, [cmp, new], "returned old values")
+    K.check_equal(slots, np.where(before == cmp, new, before).astype(np.uint16), [before, cmp, new], "slots")
