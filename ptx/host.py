@@ -165,6 +165,8 @@ class HostKernel:
         status = runtime.launch(self.address, params, g, b, static_shared=self.static_shared_bytes,
                                 dyn_shared=int(shared_bytes), frame_bytes=self.frame_bytes,
                                 cooperative=cooperative)
+        if status == 0:
+            return      # before the getattr below, whose miss costs an exception per launch
         if status == runtime.TRAP:
             raise KernelFault("trap", f"kernel {self.name} executed trap")
         if status == runtime.ASSERT:

@@ -87,12 +87,20 @@ class BackendStream(ABC):
 
     `on_fault`, when the driver sets it, is called with the CudaError of work that failed on the device
     (a kernel trap: CUDA_ERROR_LAUNCH_FAILED / CUDA_ERROR_ASSERT / CUDA_ERROR_ILLEGAL_ADDRESS) as soon as
-    the backend knows, so the context's sticky error is set before anyone synchronizes."""
+    the backend knows, so the context's sticky error is set before anyone synchronizes.
+
+    A backend whose streams set `reports_busy = True` calls `on_busy(True)` when a stream turns from idle
+    to having work queued and `on_busy(False)` when it drains, in that order per stream, so the driver
+    asks only busy streams (legacy-stream waits, cuMemFree) instead of querying every stream each call.
+    Work that completes before the call returns (a copy answering True) needs neither."""
 
     on_fault: Callable | None = None
+    reports_busy = False
+    on_busy: Callable | None = None
 
     @abstractmethod
-    def copy(self, dst: int, src: int, size: int) -> None: ...
+    def copy(self, dst: int, src: int, size: int) -> bool | None:
+        """May answer True when the copy has already completed (the driver then skips its wait)."""
 
     @abstractmethod
     def copy_2d(self, dst: int, dpitch: int, src: int, spitch: int, width: int, height: int) -> None: ...

@@ -40,37 +40,69 @@ class Allocation:
 
 
 class AllocationIndex:
+    """Readers take no lock: `_bases` and `_allocs` are parallel lists sorted by base, changed only under
+    `_lock`, and `version` is odd while a change is under way, so a lookup that raced with an add or a
+    remove can tell a real miss from a torn read (and then looks again under the lock)."""
+
     def __init__(self):
         self._lock = threading.Lock()
         self._bases: list = []
+        self._allocs: list = []
         self._by_base: dict = {}
+        self.version = 0
 
     def add(self, a: Allocation) -> None:
         with self._lock:
-            bisect.insort(self._bases, a.base)
+            self.version += 1
+            i = bisect.bisect_right(self._bases, a.base)
+            self._bases.insert(i, a.base)
+            self._allocs.insert(i, a)
             self._by_base[a.base] = a
+            self.version += 1
 
     def remove(self, a: Allocation) -> None:
         with self._lock:
             if self._by_base.get(a.base) is a:
+                self.version += 1
                 del self._by_base[a.base]
                 i = bisect.bisect_left(self._bases, a.base)
+                while self._allocs[i] is not a:     # equal bases (a re-registered range) sit side by side
+                    i += 1
                 del self._bases[i]
+                del self._allocs[i]
+                self.version += 1
 
     def at_base(self, base: int) -> Allocation | None:
         return self._by_base.get(base)
 
     def find(self, addr: int) -> Allocation | None:
         """The allocation containing `addr`, or None."""
-        bases = self._bases
-        i = _bisect_right(bases, addr) - 1
-        if i < 0:
+        v = self.version
+        i = _bisect_right(self._bases, addr) - 1
+        if i >= 0:
+            try:
+                a = self._allocs[i]
+            except IndexError:
+                a = None
+            if a is not None and a.base <= addr < a.end:
+                return a
+        if v == self.version and not v & 1:
             return None
-        try:
-            a = self._by_base.get(bases[i])
-        except IndexError:      # removed concurrently
-            return None
-        return a if a is not None and addr < a.end else None
+        with self._lock:
+            return self.find(addr)
+
+    def holding(self, addr: int, size: int) -> Allocation | None:
+        """The allocation holding all of [addr, addr+size) (size > 0), or None (then ask device_range or
+        any_range for the reason)."""
+        i = _bisect_right(self._bases, addr) - 1
+        if i >= 0:
+            try:
+                a = self._allocs[i]
+            except IndexError:
+                return None
+            if a.base <= addr and addr + size <= a.end:
+                return a
+        return None
 
     def owned_by(self, ctx) -> list:
         with self._lock:
@@ -85,6 +117,15 @@ INDEX = AllocationIndex()
 
 def device_range(addr: int, size: int, what: str = "device pointer") -> Allocation:
     """The allocation holding all of [addr, addr+size); INVALID_VALUE for freed, foreign or short ranges."""
+    # The lookup of INDEX.holding, inlined: copies call this on every call.
+    i = _bisect_right(INDEX._bases, addr) - 1
+    if i >= 0:
+        try:
+            a = INDEX._allocs[i]
+        except IndexError:
+            a = None
+        if a is not None and a.base <= addr and addr + size <= a.end:
+            return a
     a = INDEX.find(addr)
     if a is None:
         raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{what} {addr:#x} is not allocated memory")
@@ -99,10 +140,22 @@ def any_range(addr: int, size: int, what: str = "pointer") -> Allocation | None:
     """For pointers that may be pageable host memory (unified addressing): None when unknown (after
     checking the pages are mapped, as the driver's pinning would), else the allocation, checked to hold
     the whole range."""
-    if not addr:
-        raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{what} is NULL")
-    a = INDEX.find(addr)
+    index = INDEX
+    v = index.version
+    i = _bisect_right(index._bases, addr) - 1
+    a = None
+    if i >= 0:
+        try:
+            a = index._allocs[i]
+        except IndexError:
+            a = None
+        if a is not None and not a.base <= addr < a.end:
+            a = None
+    if a is None and (v != index.version or v & 1):
+        a = index.find(addr)        # raced with an allocation or a free: look again
     if a is None:
+        if not addr:
+            raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{what} is NULL")
         if not host_range_mapped(addr, size):
             raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{what} range {addr:#x}+{size} is not mapped memory")
         return None
@@ -110,6 +163,36 @@ def any_range(addr: int, size: int, what: str = "pointer") -> Allocation | None:
         raise CudaError(CUDA_ERROR_INVALID_VALUE,
                         f"{what} range {addr:#x}+{size} runs past its allocation {a.base:#x}+{a.size}")
     return a
+
+
+def copy_ranges_ok(dst: int, dst_device: bool, src: int, src_device: bool, n: int) -> bool:
+    """Both sides of an n-byte copy (n > 0) in one call, for the synchronous copies' hot path: True when
+    each side lies inside one allocation or (where allowed) in host pages recently seen mapped. False
+    means "not sure": ask device_range / any_range, which also say what is wrong."""
+    bases = INDEX._bases
+    allocs = INDEX._allocs
+    v = INDEX.version
+    i = _bisect_right(bases, dst) - 1
+    try:
+        a = allocs[i] if i >= 0 else None
+    except IndexError:
+        return False
+    if a is not None and a.base <= dst < a.end:
+        if dst + n > a.end:
+            return False
+    elif dst_device or not _seen_mapped(dst, n):
+        return False
+    i = _bisect_right(bases, src) - 1
+    try:
+        a = allocs[i] if i >= 0 else None
+    except IndexError:
+        return False
+    if a is not None and a.base <= src < a.end:
+        if src + n > a.end:
+            return False
+    elif src_device or not _seen_mapped(src, n):
+        return False
+    return v == INDEX.version and not v & 1
 
 
 _ffi = cffi.FFI()
@@ -126,24 +209,28 @@ _vec = threading.local()
 _seen_pages: set = set()
 _SEEN_LIMIT = 4096
 _SEEN_SECONDS = 0.25
-_seen_since = [0.0]
+_seen_until = [0.0]
+_PAGE_MASK = ~(_PAGE - 1)
 
 
 def host_range_mapped(addr: int, size: int) -> bool:
     """Whether every page of [addr, addr+size) is mapped in this process (mincore fails with ENOMEM on a
     hole), so a bad host pointer is an error code instead of a crash."""
+    return _seen_mapped(addr, size) or _host_range_mapped(addr, size)
+
+
+def _seen_mapped(addr: int, size: int) -> bool:
+    page = addr & _PAGE_MASK
+    last = (addr + size - 1) & _PAGE_MASK
+    return size > 0 and last - page <= _PAGE and page in _seen_pages and last in _seen_pages \
+        and _monotonic() < _seen_until[0]
+
+
+def _host_range_mapped(addr: int, size: int) -> bool:
     if addr < _PAGE or size < 0 or addr + size > 1 << 64:
         return False
-    page = addr & ~(_PAGE - 1)
+    page = addr & _PAGE_MASK
     end = addr + max(size, 1)
-    small = end - page <= 2 * _PAGE
-    if small:
-        last = (end - 1) & ~(_PAGE - 1)
-        if page in _seen_pages and last in _seen_pages:
-            if _monotonic() - _seen_since[0] < _SEEN_SECONDS:
-                return True
-            _seen_pages.clear()
-            _seen_since[0] = _monotonic()
     buf = getattr(_vec, "buf", None)
     if buf is None:
         buf = _vec.buf = _ffi.new("unsigned char[]", _CHUNK_PAGES)
@@ -153,10 +240,11 @@ def host_range_mapped(addr: int, size: int) -> bool:
         if _libc.mincore(page, pages * _PAGE, buf) != 0:
             return False
         page += pages * _PAGE
-    if small:
-        if len(_seen_pages) >= _SEEN_LIMIT or not _seen_pages:
+    if end - first <= 2 * _PAGE:
+        now = _monotonic()
+        if len(_seen_pages) >= _SEEN_LIMIT or now >= _seen_until[0]:
             _seen_pages.clear()
-            _seen_since[0] = _monotonic()
+            _seen_until[0] = now + _SEEN_SECONDS
         _seen_pages.add(first)
-        _seen_pages.add((end - 1) & ~(_PAGE - 1))
+        _seen_pages.add((end - 1) & _PAGE_MASK)
     return True

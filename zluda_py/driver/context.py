@@ -75,6 +75,9 @@ class Context:
         self.events: set = set()                  # live events (driver Event objects)
         self.per_thread_streams: set = set()      # per-thread default streams, dropped at thread exit
         self.legacy = None                        # the legacy default stream, made on first use
+        # The streams that may have work queued (their backend streams say when they turn busy and idle;
+        # stream.py): what the legacy stream's implicit waits and idle() look at.
+        self.busy_streams: set = set()
         self.generation = 0                       # bumped by teardown: per-thread streams made before are stale
         self._hooks: list = []
         handles.new(self)
@@ -106,14 +109,11 @@ class Context:
 
     def idle(self) -> bool:
         """True when no stream of the context has work queued or running."""
-        legacy = self.legacy
-        if legacy is not None and not legacy.backend.query():
-            return False
-        for group in (self.streams, self.per_thread_streams):
-            if group:
-                for s in list(group):
-                    if not s.backend.query():
-                        return False
+        busy = self.busy_streams
+        if busy:
+            for s in list(busy):
+                if not s.backend.query():
+                    return False
         return True
 
     def synchronize(self, check: bool = True) -> None:
@@ -137,6 +137,7 @@ class Context:
         self._hooks = []
         self.streams.clear()
         self.per_thread_streams.clear()
+        self.busy_streams.clear()
         self.generation += 1
         self.legacy = None
         self.sticky_error = 0

@@ -10,7 +10,7 @@ from __future__ import annotations
 from zluda_py import cmem
 from zluda_py.dispatch import export
 from zluda_py.driver import context as ctxmod
-from zluda_py.driver.allocations import any_range, device_range
+from zluda_py.driver.allocations import any_range, copy_ranges_ok, device_range
 from zluda_py.driver.context import current_context
 from zluda_py.driver.stream import legacy_stream, per_thread_stream, resolve_stream
 from zluda_py.errors import CudaError, CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_NOT_SUPPORTED
@@ -53,22 +53,27 @@ def _copy(per_thread, dst, src, n, hstream, sync, dst_kind, src_kind):
 
 def _sync_copy(dst_kind, src_kind, per_thread):
     """The entry point for a synchronous copy: the hot path of many programs, so it is flat."""
+    dst_device = dst_kind == "device"
+    src_device = src_kind == "device"
+    dst_check = device_range if dst_device else any_range
+    src_check = device_range if src_device else any_range
+
     def copy(dst, src, n):
         ctx = current_context()
-        stream = per_thread_stream(ctx) if per_thread else (ctx.legacy or legacy_stream(ctx))
         if n == 0:
             return
-        if dst_kind == "device":
-            device_range(dst, n, "destination")
+        if not copy_ranges_ok(dst, dst_device, src, src_device, n):
+            dst_check(dst, n, "destination")
+            src_check(src, n, "source")
+        if per_thread:
+            stream = per_thread_stream(ctx)
+            bs = stream.begin()
         else:
-            any_range(dst, n, "destination")
-        if src_kind == "device":
-            device_range(src, n, "source")
-        else:
-            any_range(src, n, "source")
-        bs = stream.begin()
-        bs.copy(dst, src, n)
-        if not bs.query():
+            stream = ctx.legacy or legacy_stream(ctx)
+            # What begin() answers for the legacy stream when no other stream is busy or capturing.
+            bs = stream.backend if not ctx.busy_streams and stream.capture is None else stream.begin()
+        # A backend copy may answer True when it already ran (inline on an idle stream).
+        if not bs.copy(dst, src, n) and not bs.query():
             stream.synchronize()
     return copy
 

@@ -92,12 +92,18 @@ def mem_free(dptr):
             "not device memory returned by cuMemAlloc (already freed?)"
         raise CudaError(CUDA_ERROR_INVALID_VALUE, f"cuMemFree({dptr:#x}): {why}")
     a.freeing = True
-    _quiesce(a.ctx)
-    if a.kind == "pool" and a.pool is not None:
+    owner = a.ctx
+    if owner is not None and owner.busy_streams:     # what _quiesce asks, inlined: cuMemFree is hot
+        _quiesce(owner)
+    if a.kind == "device":
+        INDEX.remove(a)
+        init.BACKEND.mem_free(a.base)
+    elif a.kind == "pool" and a.pool is not None:
         a.pool.give_back(a)
     else:
         release(a)
-    ctx.check_sticky()
+    if ctx.sticky_error:
+        ctx.check_sticky()
 
 
 @export("cuMemGetInfo_v2")

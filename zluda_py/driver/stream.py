@@ -46,6 +46,10 @@ class Stream:
         self.generation = ctx.generation
         self.backend = init.BACKEND.stream_create(ctx.device, flags, priority)
         self.backend.on_fault = self._on_fault
+        if self.backend.reports_busy:
+            self.backend.on_busy = self._on_busy
+        else:
+            ctx.busy_streams.add(self)      # never known idle: always asked
         self.blocking = kind != "legacy" and not flags & CU_STREAM_NON_BLOCKING
         if kind == "user":
             handles.new(self)
@@ -55,6 +59,13 @@ class Stream:
 
     def _on_fault(self, err: CudaError) -> None:
         self.ctx.set_sticky_error(err.code, err.message)
+
+    def _on_busy(self, busy: bool) -> None:
+        # Called by the backend stream, in order, as it turns busy / idle.
+        if busy:
+            self.ctx.busy_streams.add(self)
+        else:
+            self.ctx.busy_streams.discard(self)
 
     def _wait_for(self, other: "Stream") -> None:
         marker = init.BACKEND.event_create(CU_EVENT_DISABLE_TIMING)
@@ -66,14 +77,11 @@ class Stream:
         if self.capture is not None:
             return self.capture
         if self.kind == "legacy":
-            ctx = self.ctx
-            if not ctx.streams and not ctx.per_thread_streams:
-                return self.backend
-            for group in (ctx.streams, ctx.per_thread_streams):
-                if group:
-                    for s in list(group):
-                        if s.blocking and not s.backend.query():
-                            self._wait_for(s)
+            busy = self.ctx.busy_streams
+            if busy:
+                for s in list(busy):
+                    if s.blocking and not s.backend.query():
+                        self._wait_for(s)
         elif self.blocking:
             legacy = self.ctx.legacy
             if legacy is not None and not legacy.backend.query():
@@ -93,6 +101,7 @@ class Stream:
     def destroy(self) -> None:
         handles.remove(self.handle)
         self.ctx.streams.discard(self)
+        self.ctx.busy_streams.discard(self)
         self.backend.destroy()
 
 
@@ -113,6 +122,7 @@ class _ThreadStreams(dict):
     def __del__(self):
         for s in self.values():
             s.ctx.per_thread_streams.discard(s)
+            s.ctx.busy_streams.discard(s)
 
 
 def per_thread_stream(ctx) -> Stream:

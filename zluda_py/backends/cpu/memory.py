@@ -7,6 +7,11 @@ from zluda_py.backends.cpu import device_info, libc
 from zluda_py.errors import CudaError, CUDA_ERROR_OUT_OF_MEMORY, CUDA_ERROR_INVALID_VALUE
 
 ALIGNMENT = 256
+# Freed blocks up to this size are kept for the next allocation of the same rounded size (as CUDA's own
+# allocator and every caching allocator do): a malloc/free pair through the FFI was a third of the cost
+# of cuMemAlloc+cuMemFree. Bounded, so a loop of alloc/free keeps memory flat.
+CACHE_BLOCK_LIMIT = 1 << 20
+CACHE_BYTES_LIMIT = 64 << 20
 
 
 class HostMemory:
@@ -15,16 +20,30 @@ class HostMemory:
         self._lock = threading.Lock()
         self._sizes: dict = {}
         self.in_use = 0
+        self._cache: dict = {}      # rounded size -> addresses of freed blocks of that size
+        self._cached = 0
 
     def alloc(self, size: int) -> int:
         if size <= 0:
             raise CudaError(CUDA_ERROR_INVALID_VALUE, f"allocation size {size}")
+        rounded = (size + ALIGNMENT - 1) & -ALIGNMENT
+        with self._lock:
+            blocks = self._cache.get(rounded)
+            if blocks and self.in_use + size <= self.total:
+                addr = blocks.pop()
+                self._cached -= rounded
+                self._sizes[addr] = size
+                self.in_use += size
+                return addr
         if size > self.total or self.in_use + size > self.total:
             raise CudaError(CUDA_ERROR_OUT_OF_MEMORY,
                             f"{size} bytes requested, {self.total - self.in_use} of {self.total} left")
-        addr = libc.aligned_alloc(size, ALIGNMENT)
+        addr = libc.aligned_alloc(rounded, ALIGNMENT)
         if not addr:
-            raise CudaError(CUDA_ERROR_OUT_OF_MEMORY, f"host allocator refused {size} bytes")
+            self.trim()
+            addr = libc.aligned_alloc(rounded, ALIGNMENT)
+            if not addr:
+                raise CudaError(CUDA_ERROR_OUT_OF_MEMORY, f"host allocator refused {size} bytes")
         with self._lock:
             self._sizes[addr] = size
             self.in_use += size
@@ -36,7 +55,24 @@ class HostMemory:
             if size is None:
                 raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{addr:#x} was not allocated by the CPU backend")
             self.in_use -= size
+            rounded = (size + ALIGNMENT - 1) & -ALIGNMENT
+            if rounded <= CACHE_BLOCK_LIMIT and self._cached + rounded <= CACHE_BYTES_LIMIT:
+                blocks = self._cache.get(rounded)
+                if blocks is None:
+                    blocks = self._cache[rounded] = []
+                blocks.append(addr)
+                self._cached += rounded
+                return
         libc.free(addr)
+
+    def trim(self) -> None:
+        """Give the cached free blocks back to the host allocator."""
+        with self._lock:
+            blocks = [a for lst in self._cache.values() for a in lst]
+            self._cache.clear()
+            self._cached = 0
+        for addr in blocks:
+            libc.free(addr)
 
     def info(self) -> tuple:
         free = min(self.total - self.in_use, device_info.available_memory())

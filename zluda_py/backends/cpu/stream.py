@@ -19,6 +19,10 @@ from zluda_py.errors import (CudaError, CUDA_ERROR_ASSERT, CUDA_ERROR_LAUNCH_FAI
 # Copies and fills up to this size run inline on an idle stream: a thread hop costs more than the work.
 INLINE_BYTES = 64 * 1024
 
+KernelFault = None      # ptx.errors.KernelFault, imported by the first launch
+_copy_holding_gil = libc._copy_holding_gil
+_null = libc._null
+
 _FAULT_CODES = {"trap": CUDA_ERROR_LAUNCH_FAILED, "assert": CUDA_ERROR_ASSERT,
                 "fault": CUDA_ERROR_ILLEGAL_ADDRESS}
 
@@ -72,10 +76,13 @@ class CpuStream(BackendStream):
     """`on_fault(CudaError)` (set by the driver) is told when a kernel traps so the context's sticky error
     is set at once; the stream itself also remembers the first fault and raises it from synchronize()."""
 
+    reports_busy = True
+
     def __init__(self, flags: int = 0, priority: int = 0):
         self.flags = flags
         self.priority = priority
         self.on_fault = None
+        self.on_busy = None
         self.fault: CudaError | None = None
         self._lock = threading.Lock()
         self._drained = None     # a Condition on _lock, made by the first synchronize that has to wait
@@ -94,6 +101,8 @@ class CpuStream(BackendStream):
             self._tasks.append(fn)
             if not self._busy:
                 self._busy = True
+                if self.on_busy is not None:
+                    self.on_busy(True)
                 POOL.submit(self._drain)
 
     def _run(self, fn) -> None:
@@ -120,6 +129,8 @@ class CpuStream(BackendStream):
             with self._lock:
                 if not self._tasks:
                     self._busy = False
+                    if self.on_busy is not None:
+                        self.on_busy(False)
                     if self._waiting:
                         self._drained.notify_all()
                     return
@@ -129,15 +140,20 @@ class CpuStream(BackendStream):
 
 
     # --- BackendStream ---------------------------------------------------------------------------------
-    def copy(self, dst: int, src: int, size: int) -> None:
+    def copy(self, dst: int, src: int, size: int) -> bool:
+        """True when the copy is already done (it ran inline on an idle stream)."""
         if not size:
-            return
+            return True
         if size <= INLINE_BYTES and not self._busy:
             with self._lock:
                 if not self._busy:   # the common synchronous case, without building a task
-                    libc.memmove(dst, src, size)
-                    return
+                    if size <= libc.SMALL_COPY:
+                        _copy_holding_gil(_null + dst, _null + src, size)
+                    else:
+                        libc.memmove(dst, src, size)
+                    return True
         self.enqueue(lambda: libc.memmove(dst, src, size))
+        return False
 
     def copy_2d(self, dst: int, dpitch: int, src: int, spitch: int, width: int, height: int) -> None:
         if width and height:
@@ -155,14 +171,17 @@ class CpuStream(BackendStream):
         # The packed parameters are copied now: the caller may reuse its buffer as soon as we return.
         buf = libc.ffi.new("char[]", max(len(params), 1))
         libc.ffi.memmove(buf, params, len(params))
+        global KernelFault
+        if KernelFault is None:     # an import statement per kernel was a tenth of a launch's cost
+            from ptx.errors import KernelFault
+        grid, block = tuple(grid), tuple(block)
+        address = int(libc.ffi.cast("uintptr_t", buf))
 
-        def run():
+        def run(_params=buf):   # the closure keeps the parameter buffer alive until the kernel ran
             if self.fault is not None:
                 return  # the context is dead after a fault, as on a GPU; later kernels do not run
-            from ptx.errors import KernelFault
             try:
-                function.launch_raw(tuple(grid), tuple(block), int(libc.ffi.cast("uintptr_t", buf)),
-                                    shared_bytes, cooperative)
+                function.launch_raw(grid, block, address, shared_bytes, cooperative)
             except KernelFault as e:
                 raise CudaError(_FAULT_CODES.get(e.kind, CUDA_ERROR_LAUNCH_FAILED),
                                 f"kernel {getattr(function, 'name', '?')} stopped: {e}") from None
