@@ -18,7 +18,7 @@ CUDADEVRT_PTX = r"""
 
 .visible .func (.param .b32 status) cudaCGSynchronize(.param .b64 handle, .param .b32 flags)
 {
-    .reg .pred %leader, %first, %waiting;
+    .reg .pred %leader, %first, %waiting, %nows;
     .reg .b32 %t, %b, %n, %add, %old, %cur, %x;
     .reg .b32 %lo, %hi;
     .reg .b64 %ws;
@@ -27,6 +27,10 @@ CUDADEVRT_PTX = r"""
     mov.u32 %hi, %envreg1;
     mov.u32 %lo, %envreg2;
     mov.b64 %ws, {%lo, %hi};
+    // Outside a cooperative launch there is no workspace (and no grid barrier): a launch failure, not
+    // a wild store.
+    setp.eq.u64 %nows, %ws, 0;
+    @%nows trap;
     bar.sync 0;
     mov.u32 %t, %tid.x;
     mov.u32 %x, %tid.y;

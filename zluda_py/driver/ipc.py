@@ -42,7 +42,7 @@ _MAP_FIXED = 0x10        # Linux; Python's mmap module does not export it
 _lock = threading.Lock()
 _memmove_holding_gil = _cffi_backend.memmove
 _null = _ffi.cast("char *", 0)
-_exports: dict = {}       # allocation base -> (fd, page start, length, export id)
+_exports: dict = {}       # allocation base -> (fd, page start, length, export id, Allocation)
 _imports: dict = {}       # imported address -> (mapping address, length, owner, refcount)
 _export_ids = iter(range(1, 1 << 62))
 
@@ -58,15 +58,15 @@ def _mmap(addr, length, flags, fd):
 def _export(a: Allocation) -> tuple:
     """(fd, page start, length, export id) of the allocation's shared mapping, made on first use."""
     found = _exports.get(a.base)
-    if found is not None:
-        return found
+    if found is not None and found[4] is a:
+        return found[:4]
     start = a.base & ~(_PAGE - 1)
     length = (a.end - start + _PAGE - 1) & ~(_PAGE - 1)
     # Nothing may write the range while its pages are swapped: finish the device's work first.
     if a.ctx is not None and not a.ctx.destroyed:
         a.ctx.synchronize(check=False)
     for other in (INDEX.find(start), INDEX.find(start + length - 1)):
-        if other is not None and other is not a and other.base in _exports:
+        if other is not None and other is not a and _exports.get(other.base, (None,) * 5)[4] is other:
             raise CudaError(CUDA_ERROR_NOT_SUPPORTED, f"{a.base:#x} shares a page with an exported allocation")
     fd = os.memfd_create("zluda-ipc", os.MFD_CLOEXEC)
     try:
@@ -82,8 +82,12 @@ def _export(a: Allocation) -> tuple:
     except BaseException:
         os.close(fd)
         raise
-    found = _exports[a.base] = (fd, start, length, next(_export_ids))
-    return found
+    # Keyed by base but tied to this Allocation: a later allocation at the same address is exported anew.
+    old = _exports.get(a.base)
+    _exports[a.base] = (fd, start, length, next(_export_ids), a)
+    if old is not None:
+        os.close(old[0])
+    return _exports[a.base][:4]
 
 
 @export("cuIpcGetMemHandle")
