@@ -55,7 +55,7 @@ def parse_target(spec: str) -> AmdgpuTarget:
     if base is None:
         if cpu.startswith(("gfx6", "gfx7", "gfx8", "gfx900", "gfx902", "gfx904", "gfx906")):
             raise PTXUnsupportedError(f"AMD GPU {cpu} (GCN / Polaris / Vega) is not supported: "
-                                      "it lacks the instructions CUDA code needs (see the README, "AMD GPUs")")
+                                      "it lacks the instructions CUDA code needs (see the README, section AMD GPUs)")
         raise PTXUnsupportedError(f"unknown AMD GPU target {spec!r} (known: {', '.join(TARGETS)})")
     feats = []
     for fl in flags:
