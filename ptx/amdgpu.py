@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ptx.amdgpu_targets import AmdgpuTarget, parse_target
-from ptx.errors import PTXError, PTXUnsupportedError
+from ptx.errors import PTXUnsupportedError
 
 _compiler_version = None
 
@@ -259,26 +259,14 @@ def _cache(cache_dir, key):
 
 def compile_amdgpu(text: str, target: str = "gfx1100", cache_dir=None, fma_contract=False, opt_level=3,
                    dump_dir=None, timeout=300, **_) -> AmdgpuModule:
-    from ptx import parse
+    from ptx import pipeline
     from ptx.codegen.amdgpu_module import build_amdgpu_ir
     from ptx.amdgpu_verify import read_code_object
 
     tgt = parse_target(target)
-    module = parse(text)
-    try:
-        air = build_amdgpu_ir(module, tgt, datalayout(), fma_contract=fma_contract)
-    except PTXError:
-        raise
-    except Exception as e:  # a code generator bug must still surface as the compiler's own error
-        from ptx.codegen.function_emitter import current_position
-        line, col = current_position()
-        raise PTXError(f"internal compiler error ({type(e).__name__}: {e})", line, col) from e
+    air = pipeline.lower(text, lambda module: build_amdgpu_ir(module, tgt, datalayout(), fma_contract=fma_contract))
     if dump_dir:
-        d = Path(dump_dir)
-        d.mkdir(parents=True, exist_ok=True)
-        stem = hashlib.sha256(text.encode()).hexdigest()[:16]
-        (d / f"{stem}.ptx").write_text(text)
-        (d / f"{stem}.{tgt.cpu}.ll").write_text(air.text)
+        pipeline.dump(dump_dir, text, air.text, f"{tgt.cpu}.ll")
     cache = None
     if cache_dir:
         key = hashlib.sha256("\0".join([text, compiler_version(), tgt.key, str(fma_contract), str(opt_level),

@@ -212,25 +212,13 @@ def _optimize(llmod, opt_level):
 
 
 def compile_host(text: str, cache_dir=None, fma_contract=False, opt_level=3, dump_dir=None, **_):
-    from ptx import parse
+    from ptx import pipeline
     from ptx.codegen.host_module import build_host_ir
     import llvmlite.binding as llvm
 
-    module = parse(text)
-    try:
-        hir = build_host_ir(module, fma_contract=fma_contract)
-    except PTXError:
-        raise
-    except Exception as e:  # a code generator bug must still surface as the compiler's own error
-        from ptx.codegen.function_emitter import current_position
-        line, col = current_position()
-        raise PTXError(f"internal compiler error ({type(e).__name__}: {e})", line, col) from e
+    hir = pipeline.lower(text, lambda module: build_host_ir(module, fma_contract=fma_contract))
     if dump_dir:
-        d = Path(dump_dir)
-        d.mkdir(parents=True, exist_ok=True)
-        stem = hashlib.sha256(text.encode()).hexdigest()[:16]
-        (d / f"{stem}.ptx").write_text(text)
-        (d / f"{stem}.ll").write_text(hir.text)
+        pipeline.dump(dump_dir, text, hir.text)
     with _llvm_lock:
         _init_llvm()
         cache = None
