@@ -62,7 +62,12 @@ def mem_alloc(dptr, size):
     ctx = ctxmod.current_context()
     if not dptr:
         raise CudaError(CUDA_ERROR_INVALID_VALUE, "dptr is NULL")
-    cmem.write_ptr(dptr, allocate(ctx, size, "device").base)
+    if size <= 0:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, f"allocation size {size}")
+    # allocate(ctx, size, "device"), inlined: cuMemAlloc is hot
+    addr = init.BACKEND.mem_alloc(ctx.device, size, "device")
+    INDEX.add(Allocation(addr, size, "device", ctx, ctx.device))
+    cmem.write_ptr(dptr, addr)
 
 
 @export("cuMemAllocPitch_v2")

@@ -16,7 +16,8 @@ class CpuBackend(Backend):
     def __init__(self):
         self.memory = HostMemory()
         self._devices = None
-        self.mem_free = self.memory.free    # one Python call less on cuMemFree's path
+        self.mem_alloc = self.memory.device_alloc    # one Python call less on cuMemAlloc's path
+        self.mem_free = self.memory.free            # and on cuMemFree's
 
     @classmethod
     def probe(cls) -> tuple[bool, str]:

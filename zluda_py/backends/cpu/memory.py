@@ -24,6 +24,11 @@ class HostMemory:
         self._cached = 0
 
     def alloc(self, size: int) -> int:
+        return self.device_alloc(0, size)
+
+    def device_alloc(self, device: int, size: int, kind: str = "device") -> int:
+        """Backend.mem_alloc's signature (device and kind make no difference here), so the backend hands
+        this bound method out as its own and cuMemAlloc makes one Python call less."""
         if size <= 0:
             raise CudaError(CUDA_ERROR_INVALID_VALUE, f"allocation size {size}")
         rounded = (size + ALIGNMENT - 1) & -ALIGNMENT
