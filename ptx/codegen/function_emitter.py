@@ -87,6 +87,8 @@ class FunctionEmitter:
         self._cache = {}            # per-function invariant loads (entry block)
         self.cur_ins = None
         self.uses_warp_info = False
+        self.cur_index = -1
+        self.written = {}           # statement index -> registers its translation writes
 
     # ------------------------------------------------------------ entry-block invariants
     def invariant(self, key, text_fn):
@@ -277,6 +279,7 @@ class FunctionEmitter:
         sg = T.is_signed(ptype) if signed is None else signed
         v = self.coerce(val, ty, rty, sg)
         self.f.emit(f"store {rty} {v}, ptr {ptr}")
+        self.written.setdefault(self.cur_index, set()).add(op.name)
         self._write_shadow(op.name, v, ptr_hint)
 
     def _write_shadow(self, name, v, ptr_hint):
@@ -291,6 +294,7 @@ class FunctionEmitter:
         rty, ptr = self.reg(op.name, self.cur_ins)
         v = self.coerce(val, ty, rty, signed)
         self.f.emit(f"store {rty} {v}, ptr {ptr}")
+        self.written.setdefault(self.cur_index, set()).add(op.name)
         self._write_shadow(op.name, v, None)
 
     # ------------------------------------------------------------ symbols and addresses
@@ -532,7 +536,7 @@ class FunctionEmitter:
     def suspend(self, status, setup, after=None):
         """Suspend the thread: `setup()` writes the frame header (collective inputs); on resume
         `after()` reads the results. Only valid in 'sync' mode."""
-        if self.mode != "sync":
+        if self.mode not in ("sync", "region"):
             unsupported(self.cur_ins, f"{self.cur_ins.opcode} outside a kernel (in a called function)")
         f = self.f
         k = len(self.sync_sites) + 1

@@ -299,12 +299,18 @@ def emit_kernel(func: A.Function, flat, mctx: ModuleContext, has_sync: bool, out
         frame_bytes = 0
         out_funcs.append(text)
     else:
-        text, frame_bytes, local_bytes, sync_sites = _emit_sync_thread(func, flat, mctx)
+        text, frame_bytes, local_bytes, sync_sites, sync_em = _emit_sync_thread(func, flat, mctx)
         out_funcs.append(text)
         barrier_only = all(sync_kind(st) != "warp" and not (st.opcode in ("bar", "barrier")
                                                                and "red" in st.mods)
                            for st in flat.body if isinstance(st, A.Instruction) and sync_kind(st))
-        if barrier_only:
+        region = barrier_only and _emit_region_kernel(func, flat, mctx, sym, frame_bytes, sync_em)
+        if region:
+            out_funcs.extend(region)
+            out_funcs.append(_emit_barrier_block_fn(func, f'@"gb.{func.name}"', frame_bytes,
+                                                    sync_sites, from_frames=True))
+            frame_bytes *= 2        # AoS frames of the fallback, then the regions' SoA slots
+        elif barrier_only:
             out_funcs.append(_emit_barrier_block_fn(func, sym, frame_bytes, sync_sites))
         else:
             out_funcs.append(_emit_warp_block_fn(func, sym, frame_bytes, mctx))
@@ -418,8 +424,10 @@ def _emit_sync_thread(func, flat, mctx):
                 f"  switch i32 %resume, label %start [ {cases} ]"]
     header = f"define internal i32 @\"t.{func.name}\"({_reg_signature()}, i32 %resume.in) {{"
     local_bytes = local_end - FE.FRAME_HEADER_BYTES
+    em.reg_off = reg_off
+    em.live_at_sites = live
     return _assemble(header, em, dispatch, f.lines, []), frame_bytes, local_bytes, \
-        [site[0] for site in em.sync_sites]
+        [site[0] for site in em.sync_sites], em
 
 
 MAX_SPECIALISED_PHASES = 2
@@ -509,7 +517,7 @@ dispatch.{t}:
 """
 
 
-def _emit_barrier_block_fn(func, sym, frame_bytes, sites):
+def _emit_barrier_block_fn(func, sym, frame_bytes, sites, from_frames=False):
     """Block barriers only (no warp collectives, no bar.red): each phase runs every live thread of
     the block, in order, up to its next barrier or its exit; the next phase releases them all. When
     every waiting thread waits at the same barrier (the usual case) the next phase is a loop
@@ -521,7 +529,9 @@ def _emit_barrier_block_fn(func, sym, frame_bytes, sites):
     loops = "".join(_phase_loop(func, t, -1 if t == "gen" else int(t), fb) for t in tags)
     incoming = ", ".join(f"[ %uk.{t}, %dispatch.{t} ]" for t in tags)
     cases = " ".join(f"i32 {k}, label %phase.{k}" for k in sites)
-    return f"""define i32 {sym}(ptr %L, i64 %first, i64 %last, ptr %W) {{
+    # from_frames: the threads' frames already hold their state (a region kernel fell back here)
+    linkage = "internal " if from_frames else ""
+    return f"""define {linkage}i32 {sym}(ptr %L, i64 %first, i64 %last, ptr %W) {{
 entry:
   %gxp = getelementptr i8, ptr %L, i64 {FE.L_GRID}
   %gx = load i32, ptr %gxp
@@ -550,7 +560,7 @@ head:
   %cx = trunc i64 %cx64 to i32
   %cy = trunc i64 %cy64 to i32
   %cz = trunc i64 %cz64 to i32
-  br label %init
+  br i1 {'false' if from_frames else 'true'}, label %init, label %phase.gen
 init:
   %it = phi i32 [ 0, %head ], [ %it.next, %init ]
   %it64 = zext i32 %it to i64
@@ -765,3 +775,283 @@ def build_host_ir(module: A.Module, fma_contract=False) -> HostIR:
     if fnames:
         text += "".join(f'@"fp.{n}" = constant ptr @"f.{n}"\n' for n in fnames)
     return HostIR(text, kernels, gl, mctx.relocations, fnames)
+
+
+# ------------------------------------------------------------------ regions as thread loops
+
+MAX_REGIONS = 16
+
+
+def _region_ready(func, flat, sync_em):
+    """Block barriers only, each a plain `bar.sync <imm>` (every thread of the block waits), no
+    frame-resident .local/.param variables and few enough regions to inline each one."""
+    if any(d.space in ("local", "param") for d in flat.decls.values()):
+        return False
+    if not sync_em.sync_sites or len(sync_em.sync_sites) > MAX_REGIONS:
+        return False
+    for st in flat.body:
+        if isinstance(st, A.Instruction) and sync_kind(st):
+            mods = set(st.mods)
+            if st.opcode not in ("bar", "barrier") or mods & {"red", "arrive", "warp", "cluster"}:
+                return False
+            if len(st.operands) != 1 or not isinstance(st.operands[0], A.Imm):
+                return False
+        if isinstance(st, A.Instruction) and st.opcode == "brx":
+            return False        # its targets may be unknown to the region analysis
+    return True
+
+
+def _successors(body):
+    labels = {st.name: i for i, st in enumerate(body) if isinstance(st, A.Label)}
+    n = len(body)
+    succ = []
+    for i, st in enumerate(body):
+        nxt = [i + 1] if i + 1 < n else []
+        if isinstance(st, A.Instruction) and st.opcode == "bra":
+            tgt = labels.get(getattr(st.operands[0], "name", None))
+            s = [tgt] if tgt is not None else []
+            succ.append(s + nxt if st.guard else s)
+        elif isinstance(st, A.Instruction) and st.opcode in ("ret", "exit", "trap") and not st.guard:
+            succ.append([])
+        else:
+            succ.append(nxt)
+    return succ
+
+
+def _region_writes(body, succ, start, written):
+    """Registers some path from statement `start` to the next (unguarded) barrier may write."""
+    seen, stack, out = set(), [start], set()
+    while stack:
+        i = stack.pop()
+        if i in seen or i >= len(body):
+            continue
+        seen.add(i)
+        st = body[i]
+        if isinstance(st, A.Instruction) and sync_kind(st) and not st.guard:
+            continue
+        out |= written.get(i, set())
+        stack.extend(succ[i])
+    return out
+
+
+def _emit_region_fn(func, flat, mctx, sync_em, k, live, succ):
+    """Region k (0: the kernel's start, else: after barrier site k) as one loop over the block's
+    threads; returns the next region all threads agree on, 0 when all exited, -1 when they disagree.
+    A barrier stores only the live registers this region may have written: the others still hold
+    the value restored at its start, which is in their slot already."""
+    em = FunctionEmitter(mctx, flat, "region")
+    em.entry_code = []
+    f = em.f
+    em.exit_label = "thread.exit"
+    em.touch_all_registers()
+    bx, by, bz = em.ntid(0), em.ntid(1), em.ntid(2)
+    f.terminated = True         # the entry block ends in after_entry's branch
+    f.label("tz.head")
+    f.emit("%tid.z = phi i32 [ 0, %entry ], [ %tz.next, %tz.latch ]")
+    f.term("br label %ty.head")
+    f.label("ty.head")
+    f.emit("%tid.y = phi i32 [ 0, %tz.head ], [ %ty.next, %ty.latch ]")
+    f.term("br label %tx.head")
+    f.label("tx.head")
+    f.emit("%tid.x = phi i32 [ 0, %ty.head ], [ %tx.next, %tx.latch ]")
+    f.emit(f"%lz = mul i32 %tid.z, {by}")
+    f.emit("%lzy = add i32 %lz, %tid.y")
+    f.emit(f"%lzyx = mul i32 %lzy, {bx}")
+    f.emit("%lin = add i32 %lzyx, %tid.x")
+    f.emit("%t = zext i32 %lin to i64")
+    f.emit("%sitep = getelementptr i32, ptr %soa, i64 %t")
+    mark = len(f.lines)
+    f.term(f"br label %{'start' if k == 0 else f'restore.{k}'}")
+    f.label("start")
+    em.emit_body()
+    f.label("thread.exit")
+    f.emit("store i32 0, ptr %sitep")
+    f.term("br label %tx.latch")
+    reg_off = sync_em.reg_off
+    if [s[4] for s in em.sync_sites] != [s[4] for s in sync_em.sync_sites]:
+        return None
+    start_idx = 0 if k == 0 else em.sync_sites[k - 1][4] + 1
+    writes = _region_writes(flat.body, succ, start_idx, em.written)
+
+    def slot(name, ty):
+        a = f.op(f"mul i64 %n64, {reg_off[name]}")
+        p = f.op(f"getelementptr i8, ptr %soa, i64 {a}")
+        return f.op(f"getelementptr {ty}, ptr {p}, i64 %t")
+
+    for j, status, cont, after, idx in em.sync_sites:
+        keep = [(name, ty, ptr) for name, (ty, ptr) in em.regs.items()
+                if name in live[idx] or not em.is_register(name)]
+        for name, ty, _ in keep:
+            if name not in reg_off or sync_em.regs.get(name, (None,))[0] != ty:
+                return None
+        f.label(f"save.{j}")
+        for name, ty, ptr in keep:
+            if name in writes or not em.is_register(name):
+                v = f.op(f"load {ty}, ptr {ptr}")
+                f.emit(f"store {ty} {v}, ptr {slot(name, ty)}")
+        f.emit(f"store i32 {j}, ptr %sitep")
+        f.term("br label %tx.latch")
+        if j == k:
+            f.label(f"restore.{j}")
+            for name, ty, ptr in keep:
+                v = f.op(f"load {ty}, ptr {slot(name, ty)}")
+                f.emit(f"store {ty} {v}, ptr {ptr}")
+                em._write_shadow(name, v, None)
+            f.term(f"br label %{cont}")
+    f.label("tx.latch")
+    f.emit("%tx.next = add nuw i32 %tid.x, 1")
+    f.emit(f"%tx.c = icmp ult i32 %tx.next, {bx}")
+    f.term("br i1 %tx.c, label %tx.head, label %ty.latch")
+    f.label("ty.latch")
+    f.emit("%ty.next = add nuw i32 %tid.y, 1")
+    f.emit(f"%ty.c = icmp ult i32 %ty.next, {by}")
+    f.term("br i1 %ty.c, label %ty.head, label %tz.latch")
+    f.label("tz.latch")
+    f.emit("%tz.next = add nuw i32 %tid.z, 1")
+    f.emit(f"%tz.c = icmp ult i32 %tz.next, {bz}")
+    f.term("br i1 %tz.c, label %tz.head, label %agree")
+    # do all threads wait at the same barrier (or have all exited)?
+    f.label("agree")
+    f.emit("%s0 = load i32, ptr %soa")
+    f.term("br label %agree.loop")
+    f.label("agree.loop")
+    f.emit("%ai = phi i64 [ 0, %agree ], [ %ai.next, %agree.loop ]")
+    f.emit("%bad = phi i1 [ false, %agree ], [ %bad.next, %agree.loop ]")
+    f.emit("%ap = getelementptr i32, ptr %soa, i64 %ai")
+    f.emit("%as = load i32, ptr %ap")
+    f.emit("%ane = icmp ne i32 %as, %s0")
+    f.emit("%bad.next = or i1 %bad, %ane")
+    f.emit("%ai.next = add nuw i64 %ai, 1")
+    f.emit("%amore = icmp ult i64 %ai.next, %n64")
+    f.term("br i1 %amore, label %agree.loop, label %agree.end")
+    f.label("agree.end")
+    f.emit("%res = select i1 %bad.next, i32 -1, i32 %s0")
+    f.term("ret i32 %res")
+    f.lines[mark:mark] = _store_undef_regs(em)
+    after_entry = ["  %frame = alloca [64 x i8], align 8",
+                   f"  %nxy.r = mul i32 {bx}, {by}", f"  %n.r = mul i32 %nxy.r, {bz}",
+                   "  %n64 = zext i32 %n.r to i64", "  br label %tz.head"]
+    header = (f'define internal i32 @"r{k}.{func.name}"(ptr %L, ptr %W, ptr %soa, i32 %ctaid.x, '
+              f'i32 %ctaid.y, i32 %ctaid.z) {{')
+    return _assemble(header, em, after_entry, f.lines, [])
+
+
+def _emit_region_kernel(func, flat, mctx, sym, fb, sync_em):
+    """Every region between barriers as one loop over the block's threads, the body inlined, the
+    values live across a barrier in struct-of-arrays slots (slot of register r for thread t at
+    soa + off(r) * n + t * size(r), off(r) its offset in the resumable thread's frame), so LLVM
+    can vectorize across threads. After each region all threads must agree on the next one; if
+    they do not (divergent barriers, some threads exited), the block's state is copied into the
+    resumable threads' frames and the general barrier scheduler finishes the block."""
+    if not _region_ready(func, flat, sync_em):
+        return None
+    from ptx.passes.liveness import live_out_sets
+    live = live_out_sets(flat.body, sync_em.is_register, flat.branch_targets,
+                         indices=[site[4] for site in sync_em.sync_sites])
+    succ = _successors(flat.body)
+    region_fns = []
+    for k in range(len(sync_em.sync_sites) + 1):
+        text = _emit_region_fn(func, flat, mctx, sync_em, k, live, succ)
+        if text is None:
+            return None
+        region_fns.append(text)
+    reg_off = sync_em.reg_off
+
+    # SoA slots -> the resumable threads' frames (resume point, done flag, registers)
+    copies = []
+    for i, (name, off) in enumerate(reg_off.items()):
+        ty = sync_em.regs[name][0]
+        copies.append(f"""  %a{i} = mul i64 %n64, {off}
+  %p{i} = getelementptr i8, ptr %soa, i64 %a{i}
+  %q{i} = getelementptr {ty}, ptr %p{i}, i64 %t
+  %v{i} = load {ty}, ptr %q{i}
+  %d{i} = getelementptr i8, ptr %fr, i64 {off}
+  store {ty} %v{i}, ptr %d{i}""")
+    copy_text = "\n".join(copies)
+    convert_fn = f"""define internal void @"cv.{func.name}"(ptr %scratch, ptr %soa, i64 %n64) {{
+entry:
+  br label %loop
+loop:
+  %t = phi i64 [ 0, %entry ], [ %t.next, %loop ]
+  %off = mul i64 %t, {fb}
+  %fr = getelementptr i8, ptr %scratch, i64 %off
+  %sp = getelementptr i32, ptr %soa, i64 %t
+  %site = load i32, ptr %sp
+  store i32 %site, ptr %fr
+  %isdone = icmp eq i32 %site, 0
+  %state = zext i1 %isdone to i32
+  %stp = getelementptr i8, ptr %fr, i64 4
+  store i32 %state, ptr %stp
+{copy_text}
+  %t.next = add nuw i64 %t, 1
+  %more = icmp ult i64 %t.next, %n64
+  br i1 %more, label %loop, label %out
+out:
+  ret void
+}}"""
+
+    sites = [site[0] for site in sync_em.sync_sites]
+    call = 'call i32 @"r{1}.{0}"(ptr %L, ptr %W, ptr %soa, i32 %cx, i32 %cy, i32 %cz)'
+    reg_blocks = "".join(f"reg.{k}:\n  %r{k} = {call.format(func.name, k)}\n  br label %disp\n"
+                         for k in sites)
+    incoming = ", ".join(["[ %r0, %head ]"] + [f"[ %r{k}, %reg.{k} ]" for k in sites])
+    cases = " ".join(["i32 0, label %next"] + [f"i32 {k}, label %reg.{k}" for k in sites])
+    block_fn = f"""define i32 {sym}(ptr %L, i64 %first, i64 %last, ptr %W) {{
+entry:
+  %gxp = getelementptr i8, ptr %L, i64 {FE.L_GRID}
+  %gx = load i32, ptr %gxp
+  %gyp = getelementptr i8, ptr %L, i64 {FE.L_GRID + 4}
+  %gy = load i32, ptr %gyp
+  %bxp = getelementptr i8, ptr %L, i64 {FE.L_BLOCK}
+  %bx = load i32, ptr %bxp
+  %byp = getelementptr i8, ptr %L, i64 {FE.L_BLOCK + 4}
+  %by = load i32, ptr %byp
+  %bzp = getelementptr i8, ptr %L, i64 {FE.L_BLOCK + 8}
+  %bz = load i32, ptr %bzp
+  %scp = getelementptr i8, ptr %W, i64 {FE.W_SCRATCH}
+  %scratch = load ptr, ptr %scp
+  %nxy = mul i32 %bx, %by
+  %n = mul i32 %nxy, %bz
+  %n64 = zext i32 %n to i64
+  %soaoff = mul i64 %n64, {fb}
+  %soa = getelementptr i8, ptr %scratch, i64 %soaoff
+  %gx64 = zext i32 %gx to i64
+  %gy64 = zext i32 %gy to i64
+  %ne = icmp ult i64 %first, %last
+  br i1 %ne, label %head, label %done
+head:
+  %b = phi i64 [ %first, %entry ], [ %b.next, %next ]
+  %bq = udiv i64 %b, %gx64
+  %cx64 = urem i64 %b, %gx64
+  %cy64 = urem i64 %bq, %gy64
+  %cz64 = udiv i64 %bq, %gy64
+  %cx = trunc i64 %cx64 to i32
+  %cy = trunc i64 %cy64 to i32
+  %cz = trunc i64 %cz64 to i32
+  %r0 = {call.format(func.name, 0)}
+  br label %disp
+{reg_blocks}disp:
+  %s = phi i32 {incoming}
+  switch i32 %s, label %other [ {cases} ]
+other:
+  %diverged = icmp eq i32 %s, -1
+  br i1 %diverged, label %fallback, label %fail
+fallback:
+  call void @"cv.{func.name}"(ptr %scratch, ptr %soa, i64 %n64)
+  %b1 = add nuw i64 %b, 1
+  %g = call i32 @"gb.{func.name}"(ptr %L, i64 %b, i64 %b1, ptr %W)
+  %gok = icmp eq i32 %g, 0
+  br i1 %gok, label %next, label %gfail
+gfail:
+  ret i32 %g
+fail:
+  %code = sub i32 %s, {FE.ST_ABORT_BASE}
+  ret i32 %code
+next:
+  %b.next = add nuw i64 %b, 1
+  %more = icmp ult i64 %b.next, %last
+  br i1 %more, label %head, label %done
+done:
+  ret i32 0
+}}"""
+    return region_fns + [convert_fn, block_fn]
