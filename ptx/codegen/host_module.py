@@ -308,7 +308,7 @@ def emit_kernel(func: A.Function, flat, mctx: ModuleContext, has_sync: bool, out
         if region:
             out_funcs.extend(region)
             out_funcs.append(_emit_barrier_block_fn(func, f'@"gb.{func.name}"', frame_bytes,
-                                                    sync_sites, from_frames=True))
+                                                    [], from_frames=True))
             frame_bytes *= 2        # AoS frames of the fallback, then the regions' SoA slots
         elif barrier_only:
             out_funcs.append(_emit_barrier_block_fn(func, sym, frame_bytes, sync_sites))
@@ -780,6 +780,7 @@ def build_host_ir(module: A.Module, fma_contract=False) -> HostIR:
 # ------------------------------------------------------------------ regions as thread loops
 
 MAX_REGIONS = 16
+TX_LOOP_MD = ", !llvm.loop !8998"
 
 
 def _region_ready(func, flat, sync_em):
@@ -834,7 +835,79 @@ def _region_writes(body, succ, start, written):
     return out
 
 
-def _emit_region_fn(func, flat, mctx, sync_em, k, live, succ):
+REMAT_OPS = frozenset({"mov", "add", "sub", "mul", "mad", "mul24", "mad24", "shl", "shr", "and", "or",
+                       "xor", "not", "neg", "min", "max", "cvta", "cvt", "selp"})
+THREAD_CONSTANT_SPECIALS = frozenset(f"%{r}.{c}" for r in ("tid", "ntid", "ctaid", "nctaid")
+                                     for c in "xyz") | {"%laneid", "%warpid"}
+
+
+def _rematerializable(body, is_reg):
+    """{register: index of its one definition} for registers whose value is the same wherever the
+    thread computes it: one unguarded definition, a pure operation on constants, kernel params,
+    symbols, %tid/%ctaid-like registers and other such registers. A region recomputes them instead of
+    loading their slot, so LLVM sees e.g. a shared address as affine in %tid.x."""
+    from ptx.passes.liveness import defs_uses
+    if any(isinstance(st, A.Instruction) and st.opcode == "st" and "param" in st.mods for st in body):
+        return {}
+    defs, info = {}, {}
+    for i, st in enumerate(body):
+        if isinstance(st, A.Instruction):
+            d, u = defs_uses(st, is_reg)
+            info[i] = u
+            for r in d:
+                defs.setdefault(r, []).append(i)
+
+    def operands_ok(st):
+        ok = True
+
+        def visit(op):
+            nonlocal ok
+            if isinstance(op, (A.Reg, A.SymbolExpr)) and not is_reg(op.name) \
+                    and op.name.startswith("%") and op.name not in THREAD_CONSTANT_SPECIALS:
+                ok = False
+            for sub in (getattr(op, "elems", None) or getattr(op, "items", None) or []):
+                visit(sub)
+            if isinstance(op, A.Negated):
+                visit(op.operand)
+        for op in st.operands:
+            visit(op)
+        return ok
+
+    memo = {}
+
+    def ok(r):
+        if r in memo:
+            return memo[r]
+        memo[r] = False             # a cycle is not rematerializable
+        idx = defs.get(r)
+        if not idx or len(idx) != 1:
+            return False
+        st = body[idx[0]]
+        pure = st.opcode in REMAT_OPS or (st.opcode == "ld" and "param" in st.mods)
+        if not pure or st.guard or "cc" in st.mods or not operands_ok(st):
+            return False
+        if st.operands and isinstance(st.operands[0], A.Address):
+            return False
+        res = all(ok(u) for u in info[idx[0]])
+        memo[r] = res
+        return res
+    return {r: defs[r][0] for r in defs if ok(r)}
+
+
+def _remat_chain(regs, remat, body, is_reg):
+    """Indices, in body order, of the definitions that recompute `regs` (with their inputs)."""
+    from ptx.passes.liveness import defs_uses
+    out, stack = set(), list(regs)
+    while stack:
+        i = remat[stack.pop()]
+        if i in out:
+            continue
+        out.add(i)
+        stack.extend(defs_uses(body[i], is_reg)[1])
+    return sorted(out)
+
+
+def _emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat):
     """Region k (0: the kernel's start, else: after barrier site k) as one loop over the block's
     threads; returns the next region all threads agree on, 0 when all exited, -1 when they disagree.
     A barrier stores only the live registers this region may have written: the others still hold
@@ -848,12 +921,19 @@ def _emit_region_fn(func, flat, mctx, sync_em, k, live, succ):
     f.terminated = True         # the entry block ends in after_entry's branch
     f.label("tz.head")
     f.emit("%tid.z = phi i32 [ 0, %entry ], [ %tz.next, %tz.latch ]")
+    # smallest and largest next region over the threads so far: equal when all agree
+    f.emit("%mn.z = phi i32 [ -1, %entry ], [ %mn.next, %tz.latch ]")
+    f.emit("%mx.z = phi i32 [ 0, %entry ], [ %mx.next, %tz.latch ]")
     f.term("br label %ty.head")
     f.label("ty.head")
     f.emit("%tid.y = phi i32 [ 0, %tz.head ], [ %ty.next, %ty.latch ]")
+    f.emit("%mn.y = phi i32 [ %mn.z, %tz.head ], [ %mn.next, %ty.latch ]")
+    f.emit("%mx.y = phi i32 [ %mx.z, %tz.head ], [ %mx.next, %ty.latch ]")
     f.term("br label %tx.head")
     f.label("tx.head")
     f.emit("%tid.x = phi i32 [ 0, %ty.head ], [ %tx.next, %tx.latch ]")
+    f.emit("%mn = phi i32 [ %mn.y, %ty.head ], [ %mn.next, %tx.latch ]")
+    f.emit("%mx = phi i32 [ %mx.y, %ty.head ], [ %mx.next, %tx.latch ]")
     f.emit(f"%lz = mul i32 %tid.z, {by}")
     f.emit("%lzy = add i32 %lz, %tid.y")
     f.emit(f"%lzyx = mul i32 %lzy, {bx}")
@@ -894,14 +974,29 @@ def _emit_region_fn(func, flat, mctx, sync_em, k, live, succ):
         if j == k:
             f.label(f"restore.{j}")
             for name, ty, ptr in keep:
+                if name in remat:
+                    continue
                 v = f.op(f"load {ty}, ptr {slot(name, ty)}")
                 f.emit(f"store {ty} {v}, ptr {ptr}")
                 em._write_shadow(name, v, None)
+            for i in _remat_chain([n for n, _, _ in keep if n in remat], remat, flat.body,
+                                  em.is_register):
+                em.cur_index = i
+                em.emit_instruction(flat.body[i])
             f.term(f"br label %{cont}")
     f.label("tx.latch")
+    arrivals = ", ".join([f"[ {j}, %save.{j} ]" for j, *_ in em.sync_sites] + ["[ 0, %thread.exit ]"])
+    f.emit(f"%site = phi i32 {arrivals}")
+    f.emit("%mn.next = call i32 @llvm.umin.i32(i32 %mn, i32 %site)")
+    f.emit("%mx.next = call i32 @llvm.umax.i32(i32 %mx, i32 %site)")
+    mctx.declare("declare i32 @llvm.umin.i32(i32, i32)")
+    mctx.declare("declare i32 @llvm.umax.i32(i32, i32)")
     f.emit("%tx.next = add nuw i32 %tid.x, 1")
     f.emit(f"%tx.c = icmp ult i32 %tx.next, {bx}")
-    f.term("br i1 %tx.c, label %tx.head, label %ty.latch")
+    # unrolling the thread loops of every region costs compile time for little gain
+    mctx.add_helper("region.tx.md", '!8998 = distinct !{!8998, !8999}\n'
+                                    '!8999 = !{!"llvm.loop.unroll.disable"}')
+    f.term("br i1 %tx.c, label %tx.head, label %ty.latch" + TX_LOOP_MD)
     f.label("ty.latch")
     f.emit("%ty.next = add nuw i32 %tid.y, 1")
     f.emit(f"%ty.c = icmp ult i32 %ty.next, {by}")
@@ -910,22 +1005,9 @@ def _emit_region_fn(func, flat, mctx, sync_em, k, live, succ):
     f.emit("%tz.next = add nuw i32 %tid.z, 1")
     f.emit(f"%tz.c = icmp ult i32 %tz.next, {bz}")
     f.term("br i1 %tz.c, label %tz.head, label %agree")
-    # do all threads wait at the same barrier (or have all exited)?
     f.label("agree")
-    f.emit("%s0 = load i32, ptr %soa")
-    f.term("br label %agree.loop")
-    f.label("agree.loop")
-    f.emit("%ai = phi i64 [ 0, %agree ], [ %ai.next, %agree.loop ]")
-    f.emit("%bad = phi i1 [ false, %agree ], [ %bad.next, %agree.loop ]")
-    f.emit("%ap = getelementptr i32, ptr %soa, i64 %ai")
-    f.emit("%as = load i32, ptr %ap")
-    f.emit("%ane = icmp ne i32 %as, %s0")
-    f.emit("%bad.next = or i1 %bad, %ane")
-    f.emit("%ai.next = add nuw i64 %ai, 1")
-    f.emit("%amore = icmp ult i64 %ai.next, %n64")
-    f.term("br i1 %amore, label %agree.loop, label %agree.end")
-    f.label("agree.end")
-    f.emit("%res = select i1 %bad.next, i32 -1, i32 %s0")
+    f.emit("%same = icmp eq i32 %mn.next, %mx.next")
+    f.emit("%res = select i1 %same, i32 %mn.next, i32 -1")
     f.term("ret i32 %res")
     f.lines[mark:mark] = _store_undef_regs(em)
     after_entry = ["  %frame = alloca [64 x i8], align 8",
@@ -949,9 +1031,10 @@ def _emit_region_kernel(func, flat, mctx, sym, fb, sync_em):
     live = live_out_sets(flat.body, sync_em.is_register, flat.branch_targets,
                          indices=[site[4] for site in sync_em.sync_sites])
     succ = _successors(flat.body)
+    remat = _rematerializable(flat.body, sync_em.is_register)
     region_fns = []
     for k in range(len(sync_em.sync_sites) + 1):
-        text = _emit_region_fn(func, flat, mctx, sync_em, k, live, succ)
+        text = _emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat)
         if text is None:
             return None
         region_fns.append(text)
