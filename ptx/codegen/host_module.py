@@ -306,9 +306,14 @@ def emit_kernel(func: A.Function, flat, mctx: ModuleContext, has_sync: bool, out
                            for st in flat.body if isinstance(st, A.Instruction) and sync_kind(st))
         region = barrier_only and _emit_region_kernel(func, flat, mctx, sym, frame_bytes, sync_em)
         if region:
+            # the resumable thread now only serves the rare fallback: keep it small and cheap to build
+            head, _, rest = text.partition("\n")
+            out_funcs[-1] = head.replace(") {", ") noinline optsize cold {", 1) + "\n" + rest
             out_funcs.extend(region)
-            out_funcs.append(_emit_barrier_block_fn(func, f'@"gb.{func.name}"', frame_bytes,
-                                                    [], from_frames=True))
+            fallback = _emit_barrier_block_fn(func, f'@"gb.{func.name}"', frame_bytes, [],
+                                              from_frames=True)
+            head, _, rest = fallback.partition("\n")
+            out_funcs.append(head.replace(") {", ") noinline optsize cold {", 1) + "\n" + rest)
             frame_bytes *= 2        # AoS frames of the fallback, then the regions' SoA slots
         elif barrier_only:
             out_funcs.append(_emit_barrier_block_fn(func, sym, frame_bytes, sync_sites))
