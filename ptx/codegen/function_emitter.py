@@ -61,6 +61,11 @@ def semantic(ins, msg):
                            ins.pos.line, ins.pos.col)
 
 
+# Pointer shadows give 64-bit registers provenance for LLVM's vectoriser, but numba's NRT kernels computed
+# wrong results with them (tests/clients: nrt statistics); off until that is understood.
+POINTER_SHADOWS = False
+
+
 class FunctionEmitter:
     """mode: 'fast' (kernel body inlined in thread loops), 'sync' (resumable thread function),
     'func' (a .func as an LLVM function)."""
@@ -133,10 +138,11 @@ class FunctionEmitter:
         ty = T.llvm_type(d.type.name)
         ptr = self.f.alloca(ty)
         self.regs[name] = (ty, ptr)
-        if ty == "i64" and self.mode != "sync":
+        if ty == "i64" and self.mode != "sync" and POINTER_SHADOWS:
             # every write also keeps the value as a pointer, derived (gep) from the pointer it was
             # computed from when known: addresses keep their provenance, so LLVM can analyse them
-            self.shadows[name] = self.f.alloca("ptr")
+            sp = self.shadows[name] = self.f.alloca("ptr")
+            self.f.entry_allocas.append(f"  store ptr null, ptr {sp}")   # never undef: see pointer_of
         return self.regs[name]
 
     def pointer_of(self, op):
@@ -145,7 +151,14 @@ class FunctionEmitter:
             self.reg(op.name)
             sp = self.shadows.get(op.name)
             if sp is not None:
-                return self.f.op(f"load ptr, ptr {sp}")
+                # The shadow only lends provenance: the address is always the register's own value, so a
+                # write that bypassed the shadow (call returns, vector loads, restored frames) leaves a
+                # stale base but never a wrong address. When the shadow is current the offset folds to 0.
+                rty, ptr = self.regs[op.name]
+                base = self.f.op(f"load ptr, ptr {sp}")
+                v = self.f.op(f"load i64, ptr {ptr}")
+                off = self.f.op(f"sub i64 {v}, {self.f.op(f'ptrtoint ptr {base} to i64')}")
+                return self.f.op(f"getelementptr i8, ptr {base}, i64 {off}")
         return None
 
     def touch_all_registers(self):

@@ -268,7 +268,7 @@ def emit_device_function(func: A.Function, flat, mctx: ModuleContext):
 
 def _store_undef_regs(em):
     return [f"  store {ty} undef, ptr {ptr}" for ty, ptr in em.regs.values()] + \
-        [f"  store ptr undef, ptr {sp}" for sp in em.shadows.values()]
+        [f"  store ptr null, ptr {sp}" for sp in em.shadows.values()]   # a defined base: see pointer_of
 
 
 def emit_kernel(func: A.Function, flat, mctx: ModuleContext, has_sync: bool, out_funcs: list):
