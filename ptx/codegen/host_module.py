@@ -37,6 +37,22 @@ class KernelInfo:
     param_types: list = field(default_factory=list)   # PTX type names, for packing python args
 
 
+# The loads every generated block function starts with: grid x/y, block x/y/z from the launch, the
+# worker's scratch buffer (offsets per ptx/runtime/ptxrt.h).
+_BLOCK_FN_ENTRY = f"""  %gxp = getelementptr i8, ptr %L, i64 {FE.L_GRID}
+  %gx = load i32, ptr %gxp
+  %gyp = getelementptr i8, ptr %L, i64 {FE.L_GRID + 4}
+  %gy = load i32, ptr %gyp
+  %bxp = getelementptr i8, ptr %L, i64 {FE.L_BLOCK}
+  %bx = load i32, ptr %bxp
+  %byp = getelementptr i8, ptr %L, i64 {FE.L_BLOCK + 4}
+  %by = load i32, ptr %byp
+  %bzp = getelementptr i8, ptr %L, i64 {FE.L_BLOCK + 8}
+  %bz = load i32, ptr %bzp
+  %scp = getelementptr i8, ptr %W, i64 {FE.W_SCRATCH}
+  %scratch = load ptr, ptr %scp
+"""
+
 def decl_size(d: A.VarDecl) -> int:
     n = T.size_of(d.type.name) * d.type.vec
     for dim in d.dims:
@@ -538,19 +554,7 @@ def _emit_barrier_block_fn(func, sym, frame_bytes, sites, from_frames=False):
     linkage = "internal " if from_frames else ""
     return f"""define {linkage}i32 {sym}(ptr %L, i64 %first, i64 %last, ptr %W) {{
 entry:
-  %gxp = getelementptr i8, ptr %L, i64 {FE.L_GRID}
-  %gx = load i32, ptr %gxp
-  %gyp = getelementptr i8, ptr %L, i64 {FE.L_GRID + 4}
-  %gy = load i32, ptr %gyp
-  %bxp = getelementptr i8, ptr %L, i64 {FE.L_BLOCK}
-  %bx = load i32, ptr %bxp
-  %byp = getelementptr i8, ptr %L, i64 {FE.L_BLOCK + 4}
-  %by = load i32, ptr %byp
-  %bzp = getelementptr i8, ptr %L, i64 {FE.L_BLOCK + 8}
-  %bz = load i32, ptr %bzp
-  %scp = getelementptr i8, ptr %W, i64 {FE.W_SCRATCH}
-  %scratch = load ptr, ptr %scp
-  %nxy = mul i32 %bx, %by
+{_BLOCK_FN_ENTRY}  %nxy = mul i32 %bx, %by
   %n = mul i32 %nxy, %bz
   %gx64 = zext i32 %gx to i64
   %gy64 = zext i32 %gy to i64
@@ -597,19 +601,7 @@ def _emit_warp_block_fn(func, sym, frame_bytes, mctx):
     fb = frame_bytes
     return f"""define i32 {sym}(ptr %L, i64 %first, i64 %last, ptr %W) {{
 entry:
-  %gxp = getelementptr i8, ptr %L, i64 {FE.L_GRID}
-  %gx = load i32, ptr %gxp
-  %gyp = getelementptr i8, ptr %L, i64 {FE.L_GRID + 4}
-  %gy = load i32, ptr %gyp
-  %bxp = getelementptr i8, ptr %L, i64 {FE.L_BLOCK}
-  %bx = load i32, ptr %bxp
-  %byp = getelementptr i8, ptr %L, i64 {FE.L_BLOCK + 4}
-  %by = load i32, ptr %byp
-  %bzp = getelementptr i8, ptr %L, i64 {FE.L_BLOCK + 8}
-  %bz = load i32, ptr %bzp
-  %scp = getelementptr i8, ptr %W, i64 {FE.W_SCRATCH}
-  %scratch = load ptr, ptr %scp
-  %bxy = mul i32 %bx, %by
+{_BLOCK_FN_ENTRY}  %bxy = mul i32 %bx, %by
   %n = mul i32 %bxy, %bz
   %n31 = add i32 %n, 31
   %nwarps = lshr i32 %n31, 5
@@ -1086,19 +1078,7 @@ out:
     cases = " ".join(["i32 0, label %next"] + [f"i32 {k}, label %reg.{k}" for k in sites])
     block_fn = f"""define i32 {sym}(ptr %L, i64 %first, i64 %last, ptr %W) {{
 entry:
-  %gxp = getelementptr i8, ptr %L, i64 {FE.L_GRID}
-  %gx = load i32, ptr %gxp
-  %gyp = getelementptr i8, ptr %L, i64 {FE.L_GRID + 4}
-  %gy = load i32, ptr %gyp
-  %bxp = getelementptr i8, ptr %L, i64 {FE.L_BLOCK}
-  %bx = load i32, ptr %bxp
-  %byp = getelementptr i8, ptr %L, i64 {FE.L_BLOCK + 4}
-  %by = load i32, ptr %byp
-  %bzp = getelementptr i8, ptr %L, i64 {FE.L_BLOCK + 8}
-  %bz = load i32, ptr %bzp
-  %scp = getelementptr i8, ptr %W, i64 {FE.W_SCRATCH}
-  %scratch = load ptr, ptr %scp
-  %nxy = mul i32 %bx, %by
+{_BLOCK_FN_ENTRY}  %nxy = mul i32 %bx, %by
   %n = mul i32 %nxy, %bz
   %n64 = zext i32 %n to i64
   %soaoff = mul i64 %n64, {fb}
