@@ -52,6 +52,15 @@ _BLOCK_FN_ENTRY = f"""  %gxp = getelementptr i8, ptr %L, i64 {FE.L_GRID}
   %scp = getelementptr i8, ptr %W, i64 {FE.W_SCRATCH}
   %scratch = load ptr, ptr %scp
 """
+# Linear block id %b (x fastest) split into %ctaid x/y/z, as ptxrt.h numbers blocks.
+_BLOCK_COORDS = """  %bq = udiv i64 %b, %gx64
+  %cx64 = urem i64 %b, %gx64
+  %cy64 = urem i64 %bq, %gy64
+  %cz64 = udiv i64 %bq, %gy64
+  %cx = trunc i64 %cx64 to i32
+  %cy = trunc i64 %cy64 to i32
+  %cz = trunc i64 %cz64 to i32
+"""
 
 def decl_size(d: A.VarDecl) -> int:
     n = T.size_of(d.type.name) * d.type.vec
@@ -562,14 +571,7 @@ entry:
   br i1 %ne, label %head, label %done
 head:
   %b = phi i64 [ %first, %entry ], [ %b.next, %next ]
-  %bq = udiv i64 %b, %gx64
-  %cx64 = urem i64 %b, %gx64
-  %cy64 = urem i64 %bq, %gy64
-  %cz64 = udiv i64 %bq, %gy64
-  %cx = trunc i64 %cx64 to i32
-  %cy = trunc i64 %cy64 to i32
-  %cz = trunc i64 %cz64 to i32
-  br i1 {'false' if from_frames else 'true'}, label %init, label %phase.gen
+{_BLOCK_COORDS}  br i1 {'false' if from_frames else 'true'}, label %init, label %phase.gen
 init:
   %it = phi i32 [ 0, %head ], [ %it.next, %init ]
   %it64 = zext i32 %it to i64
@@ -611,14 +613,7 @@ entry:
   br i1 %ne, label %head, label %done
 head:
   %b = phi i64 [ %first, %entry ], [ %b.next, %next ]
-  %bq = udiv i64 %b, %gx64
-  %cx64 = urem i64 %b, %gx64
-  %cy64 = urem i64 %bq, %gy64
-  %cz64 = udiv i64 %bq, %gy64
-  %cx = trunc i64 %cx64 to i32
-  %cy = trunc i64 %cy64 to i32
-  %cz = trunc i64 %cz64 to i32
-  br label %init
+{_BLOCK_COORDS}  br label %init
 init:
   %it = phi i32 [ 0, %head ], [ %it.next, %init ]
   %it64 = zext i32 %it to i64
@@ -1089,14 +1084,7 @@ entry:
   br i1 %ne, label %head, label %done
 head:
   %b = phi i64 [ %first, %entry ], [ %b.next, %next ]
-  %bq = udiv i64 %b, %gx64
-  %cx64 = urem i64 %b, %gx64
-  %cy64 = urem i64 %bq, %gy64
-  %cz64 = udiv i64 %bq, %gy64
-  %cx = trunc i64 %cx64 to i32
-  %cy = trunc i64 %cy64 to i32
-  %cz = trunc i64 %cz64 to i32
-  %r0 = {call.format(func.name, 0)}
+{_BLOCK_COORDS}  %r0 = {call.format(func.name, 0)}
   br label %disp
 {reg_blocks}disp:
   %s = phi i32 {incoming}
