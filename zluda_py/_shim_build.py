@@ -93,13 +93,22 @@ def _c_string(s: str) -> str:
     return json.dumps(s)  # JSON string escapes are valid C for printable text
 
 
+# Exports answered first by src/fastpath.c when everything is ordinary (it returns -1 to hand the call to
+# Python): the trivial calls programs make in tight loops. Arguments are the entry's uint64 values, in order.
+_COPY_KINDS = {"cuMemcpyHtoD_v2": "1, 0", "cuMemcpyDtoH_v2": "0, 1", "cuMemcpyDtoD_v2": "1, 1", "cuMemcpy": "0, 0"}
+FAST_PATHS = {"cuMemAlloc_v2": "zl_fast_mem_alloc({0}, {1})", "cuMemFree_v2": "zl_fast_mem_free({0})"}
+for _name, _kinds in _COPY_KINDS.items():
+    for _n in (_name, _name + "_ptds"):
+        FAST_PATHS[_n] = "zl_fast_copy({0}, {1}, {2}, " + _kinds + ")"
+
+
 def signatures(decls):
     return sorted({signature(f["params"]) for f in decls["functions"]})
 
 
 def generate_c(decls) -> str:
     funcs = decls["functions"]
-    out = ["#include <stdint.h>", '#include "zluda_shim.h"', ""]
+    out = ["#include <stdint.h>", '#include "zluda_shim.h"', '#include "fastpath.h"', ""]
     out.extend(_extern_decl(sig) + ";" for sig in signatures(decls))
     sizes = sorted({int(p["abi"][7:]) for f in funcs for p in f["params"] if p["abi"].startswith("struct:")})
     for n in sizes:
@@ -112,6 +121,13 @@ def generate_c(decls) -> str:
         out.append(f"int {f['name']}({decl}) {{")
         out.append("    if (__builtin_expect(zluda_shim_disabled, 0))")
         out.append(f"        return {CUDA_ERROR_SHARED_OBJECT_INIT_FAILED};")
+        fast = FAST_PATHS.get(f["name"])
+        if fast:
+            out.append("    {")
+            out.append(f"        int fast = {fast.format(*(_pass(p['abi'], n) for p, n in zip(f['params'], names)))};")
+            out.append("        if (fast >= 0)")
+            out.append("            return fast;")
+            out.append("    }")
         out.append(f"    return {extern_name(signature(f['params']))}({fid}{passed});")
         out.append("}")
     out.append(f"static void *const zluda_fn_table[{len(funcs)}] = {{")

@@ -1,6 +1,10 @@
 """The index of every memory range the driver handed out (device, page-locked host, managed, registered,
 pool): a sorted list of base addresses, so any address maps to its allocation in O(log n). Copies, frees
-and pointer attributes all check against it."""
+and pointer attributes all check against it.
+
+The shim's C fast path (src/fastpath.c) keeps a copy of the ranges: every add/remove here is mirrored to
+it, and the device allocations it makes by itself are adopted (become Allocations here) the first time a
+lookup here runs while any exist."""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ from time import monotonic as _monotonic
 
 import cffi
 
+from zluda_py import handles, native
 from zluda_py.errors import CudaError, CUDA_ERROR_INVALID_VALUE
 
 _buffer_ids = itertools.count(1)
@@ -39,6 +44,40 @@ class Allocation:
         self.advice = None          # managed memory: cuMemAdvise/cuMemPrefetchAsync state (memory.py)
 
 
+class _NoShim:
+    """Stands in for the C range table when no shim is loaded (nothing to mirror, nothing to adopt)."""
+    pending = (0,)
+
+    @staticmethod
+    def add(base, size, token):
+        pass
+
+    @staticmethod
+    def remove(base, token):
+        pass
+
+
+_c = _NoShim
+_pending = _NoShim.pending      # _pending[0]: how many C-only allocations wait to be adopted
+_ADOPT_BATCH = 256
+_adopt_buf = None
+
+
+def _attach_c() -> None:
+    """Use the shim's range table (called once the shim is attached; idempotent)."""
+    global _c, _pending, _adopt_buf
+    lib = native.lib
+    if lib is None or _c is not _NoShim:
+        return
+
+    class _C:
+        add = lib.zl_range_add
+        remove = lib.zl_range_remove
+    _adopt_buf = native.ffi.new("uint64_t[]", 5 * _ADOPT_BATCH)
+    _pending = lib.zl_range_pending()
+    _c = _C
+
+
 class AllocationIndex:
     """Readers take no lock: `_bases` and `_allocs` are parallel lists sorted by base, changed only under
     `_lock`, and `version` is odd while a change is under way, so a lookup that raced with an add or a
@@ -54,11 +93,15 @@ class AllocationIndex:
     def add(self, a: Allocation) -> None:
         with self._lock:
             self.version += 1
-            i = bisect.bisect_right(self._bases, a.base)
-            self._bases.insert(i, a.base)
-            self._allocs.insert(i, a)
-            self._by_base[a.base] = a
+            self._insert(a)
+            _c.add(a.base, a.size, a.buffer_id)
             self.version += 1
+
+    def _insert(self, a: Allocation) -> None:
+        i = bisect.bisect_right(self._bases, a.base)
+        self._bases.insert(i, a.base)
+        self._allocs.insert(i, a)
+        self._by_base[a.base] = a
 
     def remove(self, a: Allocation) -> None:
         with self._lock:
@@ -70,13 +113,44 @@ class AllocationIndex:
                     i += 1
                 del self._bases[i]
                 del self._allocs[i]
+                _c.remove(a.base, a.buffer_id)
+                self.version += 1
+
+    def adopt(self) -> None:
+        """Make Allocations of the device memory the C fast path handed out (lookups call this first
+        whenever _pending[0] says there is some)."""
+        with self._lock:
+            if not _pending[0]:
+                return
+            self.version += 1
+            try:
+                buf = _adopt_buf
+                while True:
+                    k = native.lib.zl_range_adopt(buf, _ADOPT_BATCH)
+                    for j in range(0, 5 * k, 5):
+                        base, size, owner, device, token = buf[j], buf[j + 1], buf[j + 2], buf[j + 3], buf[j + 4]
+                        ctx = handles.lookup(owner)
+                        a = Allocation(base, size, "device", ctx, device)
+                        a.buffer_id = token
+                        self._insert(a)
+                    if k < _ADOPT_BATCH:
+                        break
+            finally:
                 self.version += 1
 
     def at_base(self, base: int) -> Allocation | None:
-        return self._by_base.get(base)
+        if _pending[0]:
+            self.adopt()
+        a = self._by_base.get(base)
+        if a is None:
+            with self._lock:    # an adoption may be inserting it right now
+                a = self._by_base.get(base)
+        return a
 
     def find(self, addr: int) -> Allocation | None:
         """The allocation containing `addr`, or None."""
+        if _pending[0]:
+            self.adopt()
         v = self.version
         i = _bisect_right(self._bases, addr) - 1
         if i >= 0:
@@ -94,6 +168,8 @@ class AllocationIndex:
     def holding(self, addr: int, size: int) -> Allocation | None:
         """The allocation holding all of [addr, addr+size) (size > 0), or None (then ask device_range or
         any_range for the reason)."""
+        if _pending[0]:
+            self.adopt()
         i = _bisect_right(self._bases, addr) - 1
         if i >= 0:
             try:
@@ -105,10 +181,14 @@ class AllocationIndex:
         return None
 
     def owned_by(self, ctx) -> list:
+        if _pending[0]:
+            self.adopt()
         with self._lock:
             return [a for a in self._by_base.values() if a.ctx is ctx]
 
     def __len__(self):
+        if _pending[0]:
+            self.adopt()
         return len(self._by_base)
 
 
@@ -118,6 +198,8 @@ INDEX = AllocationIndex()
 def device_range(addr: int, size: int, what: str = "device pointer") -> Allocation:
     """The allocation holding all of [addr, addr+size); INVALID_VALUE for freed, foreign or short ranges."""
     # The lookup of INDEX.holding, inlined: copies call this on every call.
+    if _pending[0]:
+        INDEX.adopt()
     i = _bisect_right(INDEX._bases, addr) - 1
     if i >= 0:
         try:
@@ -141,6 +223,8 @@ def any_range(addr: int, size: int, what: str = "pointer") -> Allocation | None:
     checking the pages are mapped, as the driver's pinning would), else the allocation, checked to hold
     the whole range."""
     index = INDEX
+    if _pending[0]:
+        index.adopt()
     v = index.version
     i = _bisect_right(index._bases, addr) - 1
     a = None
@@ -169,6 +253,8 @@ def copy_ranges_ok(dst: int, dst_device: bool, src: int, src_device: bool, n: in
     """Both sides of an n-byte copy (n > 0) in one call, for the synchronous copies' hot path: True when
     each side lies inside one allocation or (where allowed) in host pages recently seen mapped. False
     means "not sure": ask device_range / any_range, which also say what is wrong."""
+    if _pending[0]:
+        INDEX.adopt()
     bases = INDEX._bases
     allocs = INDEX._allocs
     v = INDEX.version
@@ -248,3 +334,6 @@ def _host_range_mapped(addr: int, size: int) -> bool:
         _seen_pages.add(first)
         _seen_pages.add((end - 1) & _PAGE_MASK)
     return True
+
+
+_attach_c()

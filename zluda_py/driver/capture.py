@@ -7,7 +7,7 @@ from __future__ import annotations
 import itertools
 import threading
 
-from zluda_py import cmem
+from zluda_py import cmem, fastpath
 from zluda_py.backends.base import BackendStream
 from zluda_py.dispatch import export
 from zluda_py.driver import graph as graphmod
@@ -39,6 +39,7 @@ class Capture:
         self.recorders: list = []
         self.active = True
         graph.capturing = self
+        fastpath.stream_busy(1)     # synchronous copies go through Python, which records them
 
     def attach(self, stream, deps) -> "CaptureRecorder":
         rec = CaptureRecorder(self, stream, deps)
@@ -47,6 +48,8 @@ class Capture:
         return rec
 
     def end(self) -> None:
+        if self.active:
+            fastpath.stream_busy(-1)
         self.active = False
         self.graph.capturing = None
         for rec in self.recorders:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import itertools
 import threading
 
-from zluda_py import cmem, handles, log
+from zluda_py import cmem, fastpath, handles, log
 from zluda_py.dispatch import export
 from zluda_py.driver import init
 from zluda_py.driver.device import device_props
@@ -93,6 +93,7 @@ class Context:
         if not self.sticky_error:
             self.sticky_error = code
             self.sticky_message = message
+            fastpath.invalidate()       # before the faulting stream stops counting as busy
             log.error(f"context {self.handle:#x}: {NAME_OF.get(code, code)} is now sticky: {message}")
 
     def check_sticky(self) -> None:
@@ -128,6 +129,7 @@ class Context:
 
     def teardown(self) -> None:
         """Release everything the context owns (destroy, reset, last primary release)."""
+        fastpath.invalidate()           # the C fast path stops allocating in it
         self.synchronize(check=False)
         for fn in self._hooks + _TEARDOWN_HOOKS:
             try:
@@ -143,6 +145,7 @@ class Context:
         self.sticky_error = 0
         self.sticky_message = ""
         self.limits = dict(_LIMIT_DEFAULTS)
+        fastpath.invalidate()
 
 
 def _stack() -> list:
@@ -276,6 +279,7 @@ def _create(pctx, flags, dev):
     _check_flags(flags)
     ctx = Context(dev, flags, primary=False)
     _stack().append(ctx)
+    fastpath.publish(ctx)
     cmem.write_ptr(pctx, ctx.handle)
 
 
@@ -307,10 +311,12 @@ def ctx_destroy(h):
         raise CudaError(CUDA_ERROR_INVALID_CONTEXT, "a primary context cannot be destroyed with cuCtxDestroy")
     ctx.teardown()
     ctx.destroyed = True
+    fastpath.invalidate()
     handles.remove(ctx.handle)
     st = _stack()
     if ctx in st:
         st.remove(ctx)
+    fastpath.publish(st[-1] if st else None)
 
 
 @export("cuCtxPushCurrent", "cuCtxPushCurrent_v2")
@@ -318,7 +324,9 @@ def ctx_push_current(h):
     if not h:
         init.require_init()
         raise CudaError(CUDA_ERROR_INVALID_CONTEXT, "ctx is NULL")
-    _stack().append(context_from_handle(h))
+    ctx = context_from_handle(h)
+    _stack().append(ctx)
+    fastpath.publish(ctx)
 
 
 @export("cuCtxPopCurrent", "cuCtxPopCurrent_v2")
@@ -328,6 +336,7 @@ def ctx_pop_current(pctx):
     if not st:
         raise CudaError(CUDA_ERROR_INVALID_CONTEXT, "the context stack is empty")
     ctx = st.pop()
+    fastpath.publish(st[-1] if st else None)
     if pctx:
         cmem.write_ptr(pctx, ctx.handle)
 
@@ -339,12 +348,14 @@ def ctx_set_current(h):
     if not h:
         if st:
             st.pop()
+        fastpath.publish(st[-1] if st else None)
         return
     ctx = context_from_handle(h)
     if st:
         st[-1] = ctx
     else:
         st.append(ctx)
+    fastpath.publish(ctx)
 
 
 @export("cuCtxGetCurrent")

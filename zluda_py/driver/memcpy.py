@@ -7,7 +7,7 @@ before returning, a copy from it has consumed the source before returning."""
 
 from __future__ import annotations
 
-from zluda_py import cmem
+from zluda_py import cmem, fastpath
 from zluda_py.dispatch import export
 from zluda_py.driver import context as ctxmod
 from zluda_py.driver.allocations import any_range, copy_ranges_ok, device_range
@@ -75,6 +75,8 @@ def _sync_copy(dst_kind, src_kind, per_thread):
         # A backend copy may answer True when it already ran (inline on an idle stream).
         if not bs.copy(dst, src, n) and not bs.query():
             stream.synchronize()
+        if fastpath.ON:
+            fastpath.publish(ctx)   # re-arm the C fast path (it sends calls here after a generation change)
     return copy
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from zluda_py import cmem
+from zluda_py import cmem, fastpath
 from zluda_py.dispatch import export
 from zluda_py.driver import context as ctxmod, init
 from zluda_py.driver.allocations import INDEX, Allocation, host_range_mapped
@@ -68,6 +68,8 @@ def mem_alloc(dptr, size):
     addr = init.BACKEND.mem_alloc(ctx.device, size, "device")
     INDEX.add(Allocation(addr, size, "device", ctx, ctx.device))
     cmem.write_ptr(dptr, addr)
+    if fastpath.ON:
+        fastpath.publish(ctx)   # the C fast path sent this call here after a generation change: re-arm it
 
 
 @export("cuMemAllocPitch_v2")
@@ -109,6 +111,8 @@ def mem_free(dptr):
         release(a)
     if ctx.sticky_error:
         ctx.check_sticky()
+    if fastpath.ON:
+        fastpath.publish(ctx)
 
 
 @export("cuMemGetInfo_v2")

@@ -17,7 +17,7 @@ from __future__ import annotations
 import itertools
 import threading
 
-from zluda_py import cmem, handles
+from zluda_py import cmem, fastpath, handles
 from zluda_py.dispatch import export
 from zluda_py.driver import context as ctxmod, init
 from zluda_py.errors import CudaError, CUDA_ERROR_INVALID_HANDLE, CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_NOT_READY
@@ -36,6 +36,7 @@ class Stream:
     `capture` is the CaptureRecorder (driver/capture.py) while the stream is being captured."""
 
     capture = None
+    _counted_busy = False     # counted in the C fast path's busy-stream count
 
     def __init__(self, ctx, flags: int = 0, priority: int = 0, kind: str = "user"):
         self.ctx = ctx
@@ -50,6 +51,7 @@ class Stream:
             self.backend.on_busy = self._on_busy
         else:
             ctx.busy_streams.add(self)      # never known idle: always asked
+            self._on_busy(True)
         self.blocking = kind != "legacy" and not flags & CU_STREAM_NON_BLOCKING
         if kind == "user":
             handles.new(self)
@@ -61,11 +63,15 @@ class Stream:
         self.ctx.set_sticky_error(err.code, err.message)
 
     def _on_busy(self, busy: bool) -> None:
-        # Called by the backend stream, in order, as it turns busy / idle.
+        # Called by the backend stream, in order, as it turns busy / idle. The C count follows the
+        # stream's own transitions (not set membership: destroy and teardown drop streams that still run).
         if busy:
             self.ctx.busy_streams.add(self)
         else:
             self.ctx.busy_streams.discard(self)
+        if busy != self._counted_busy:
+            self._counted_busy = busy
+            fastpath.stream_busy(1 if busy else -1)
 
     def _wait_for(self, other: "Stream") -> None:
         marker = init.BACKEND.event_create(CU_EVENT_DISABLE_TIMING)

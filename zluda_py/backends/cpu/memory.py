@@ -3,6 +3,7 @@ absurd requests fail with CUDA_ERROR_OUT_OF_MEMORY instead of crashing the proce
 
 import threading
 
+from zluda_py import native
 from zluda_py.backends.cpu import device_info, libc
 from zluda_py.errors import CudaError, CUDA_ERROR_OUT_OF_MEMORY, CUDA_ERROR_INVALID_VALUE
 
@@ -15,8 +16,25 @@ CACHE_BYTES_LIMIT = 64 << 20
 
 
 class HostMemory:
+    """Inside the shim this is a thin wrapper over the C allocator of src/fastpath.c (native = True), which
+    the C fast path of cuMemAlloc/cuMemFree shares: one allocator, one accounting. Elsewhere (no shim
+    loaded) the same allocator in Python."""
+
+    native = False
+
     def __init__(self):
         self.total = device_info.total_memory()
+        lib = native.lib
+        if lib is not None:
+            self.native = True
+            lib.zl_mem_set_total(self.total)
+            self._lib = lib
+            self._c_alloc = lib.zl_mem_alloc
+            self._c_free = lib.zl_mem_free
+            self.device_alloc = self._native_alloc
+            self.free = self._native_free
+            self.trim = lib.zl_mem_trim
+            return
         self._lock = threading.Lock()
         self._sizes: dict = {}
         self.in_use = 0
@@ -25,6 +43,30 @@ class HostMemory:
 
     def alloc(self, size: int) -> int:
         return self.device_alloc(0, size)
+
+    @property
+    def in_use(self) -> int:
+        return self._lib.zl_mem_in_use() if self.native else self._in_use
+
+    @in_use.setter
+    def in_use(self, value: int) -> None:
+        self._in_use = value
+
+    def _native_alloc(self, device: int, size: int, kind: str = "device") -> int:
+        addr = self._c_alloc(size) if size > 0 else 0
+        if addr:
+            return addr
+        if size <= 0:
+            raise CudaError(CUDA_ERROR_INVALID_VALUE, f"allocation size {size}")
+        in_use = self.in_use
+        if size > self.total or in_use + size > self.total:
+            raise CudaError(CUDA_ERROR_OUT_OF_MEMORY,
+                            f"{size} bytes requested, {self.total - in_use} of {self.total} left")
+        raise CudaError(CUDA_ERROR_OUT_OF_MEMORY, f"host allocator refused {size} bytes")
+
+    def _native_free(self, addr: int) -> None:
+        if self._c_free(addr) != 0:
+            raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{addr:#x} was not allocated by the CPU backend")
 
     def device_alloc(self, device: int, size: int, kind: str = "device") -> int:
         """Backend.mem_alloc's signature (device and kind make no difference here), so the backend hands

@@ -1,0 +1,483 @@
+/* The C fast path: cuMemAlloc, cuMemFree and the synchronous cuMemcpy forms answered without entering
+ * Python when everything is ordinary (the cffi hop into Python alone costs about a microsecond). Python
+ * stays the authority: it tells this file which context each thread has current, bumps a generation
+ * whenever any context's state changes (destroy, reset, sticky error), counts busy and capturing streams,
+ * and mirrors every allocation of its index into the range table here. Whatever is unusual (an error, a
+ * busy stream, a stale generation, an unknown range) returns -1 and the Python handler runs, so errors are
+ * reported and logged in one place.
+ *
+ * Allocations made here exist only in the range table ("C-only") until a Python lookup needs them: Python
+ * then adopts them all (zl_range_adopt) and owns them from there on (a C free then falls back to Python). */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fastpath.h"
+
+/* --- switches ---------------------------------------------------------------------------------------- */
+static atomic_int fp_enabled;
+static atomic_uint_fast64_t fp_generation = 1;
+static atomic_int_fast64_t fp_busy;          /* busy or capturing streams, all contexts together */
+
+/* The calling thread's current context as Python last published it; valid only while tl_generation is
+ * the global generation. */
+static __thread uint64_t tl_ctx;
+static __thread uint64_t tl_generation;
+static __thread int32_t tl_device;
+
+void zl_fast_enable(int on)
+{
+    atomic_store(&fp_enabled, on);
+}
+
+void zl_fast_invalidate(void)
+{
+    atomic_fetch_add(&fp_generation, 1);
+}
+
+void zl_fast_set_current(uint64_t ctx, int32_t device)
+{
+    tl_ctx = ctx;
+    tl_device = device;
+    tl_generation = atomic_load(&fp_generation);
+}
+
+void zl_fast_busy(int32_t delta)
+{
+    atomic_fetch_add(&fp_busy, delta);
+}
+
+int64_t zl_fast_busy_count(void)
+{
+    return atomic_load(&fp_busy);
+}
+
+/* need_idle: a stream with queued work must run before a synchronous copy or a free. The busy count is
+ * read before the generation: a faulting kernel's stream sets the sticky error (bumping the generation)
+ * before it stops counting as busy, so a copy that sees no busy stream also sees the new generation. */
+static inline int current_ok(int need_idle)
+{
+    if (!atomic_load_explicit(&fp_enabled, memory_order_relaxed))
+        return 0;
+    if (need_idle && atomic_load_explicit(&fp_busy, memory_order_acquire) != 0)
+        return 0;
+    return tl_ctx != 0 && tl_generation == atomic_load_explicit(&fp_generation, memory_order_acquire);
+}
+
+/* --- allocator ---------------------------------------------------------------------------------------- */
+#define ALIGNMENT 256u
+/* Freed blocks up to this size are kept for the next allocation of the same rounded size, as CUDA's own
+ * allocator does; bounded, so a loop of alloc/free keeps memory flat. */
+#define CACHE_BLOCK_LIMIT (1u << 20)
+#define CACHE_BYTES_LIMIT (64u << 20)
+#define SIZE_CLASSES (CACHE_BLOCK_LIMIT / ALIGNMENT)
+
+static pthread_mutex_t mem_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t mem_total, mem_used, mem_cached;
+static void *cache_head[SIZE_CLASSES];     /* free blocks of one rounded size, linked through their start */
+
+/* Live block -> requested size: open addressing with linear probing (keys are never 0). */
+static uint64_t *size_keys, *size_values;
+static size_t size_cap, size_count;
+
+static inline size_t size_slot(uint64_t key)
+{
+    return (size_t)(((key >> 8) * 0x9E3779B97F4A7C15ull) >> 20) & (size_cap - 1);
+}
+
+static int size_grow(void)
+{
+    size_t cap = size_cap ? size_cap * 2 : 1024;
+    uint64_t *keys = calloc(cap, sizeof *keys), *values = calloc(cap, sizeof *values);
+    if (!keys || !values) {
+        free(keys);
+        free(values);
+        return -1;
+    }
+    uint64_t *old_keys = size_keys, *old_values = size_values;
+    size_t old_cap = size_cap;
+    size_keys = keys;
+    size_values = values;
+    size_cap = cap;
+    for (size_t i = 0; i < old_cap; i++) {
+        if (old_keys[i]) {
+            size_t j = size_slot(old_keys[i]);
+            while (size_keys[j])
+                j = (j + 1) & (size_cap - 1);
+            size_keys[j] = old_keys[i];
+            size_values[j] = old_values[i];
+        }
+    }
+    free(old_keys);
+    free(old_values);
+    return 0;
+}
+
+static int size_put(uint64_t key, uint64_t value)
+{
+    if ((size_count + 1) * 2 > size_cap && size_grow() != 0)
+        return -1;
+    size_t i = size_slot(key);
+    while (size_keys[i] && size_keys[i] != key)
+        i = (i + 1) & (size_cap - 1);
+    if (!size_keys[i])
+        size_count++;
+    size_keys[i] = key;
+    size_values[i] = value;
+    return 0;
+}
+
+/* Removes `key`; its size, or 0 when unknown. */
+static uint64_t size_take(uint64_t key)
+{
+    if (!size_cap)
+        return 0;
+    size_t mask = size_cap - 1, i = size_slot(key);
+    while (size_keys[i] != key) {
+        if (!size_keys[i])
+            return 0;
+        i = (i + 1) & mask;
+    }
+    uint64_t value = size_values[i];
+    size_count--;
+    /* Backward-shift deletion keeps every probe chain unbroken without tombstones. */
+    for (size_t j = (i + 1) & mask; size_keys[j]; j = (j + 1) & mask) {
+        size_t home = size_slot(size_keys[j]);
+        int stays = (i <= j) ? (i < home && home <= j) : (i < home || home <= j);
+        if (!stays) {
+            size_keys[i] = size_keys[j];
+            size_values[i] = size_values[j];
+            i = j;
+        }
+    }
+    size_keys[i] = 0;
+    return value;
+}
+
+void zl_mem_set_total(uint64_t total)
+{
+    pthread_mutex_lock(&mem_lock);
+    mem_total = total;
+    pthread_mutex_unlock(&mem_lock);
+}
+
+void zl_mem_trim(void)
+{
+    pthread_mutex_lock(&mem_lock);
+    for (size_t c = 0; c < SIZE_CLASSES; c++) {
+        while (cache_head[c]) {
+            void *block = cache_head[c];
+            memcpy(&cache_head[c], block, sizeof(void *));
+            free(block);
+        }
+    }
+    mem_cached = 0;
+    pthread_mutex_unlock(&mem_lock);
+}
+
+/* The address of a new block of `size` bytes, or 0: over the budget, or the host allocator refused. */
+uint64_t zl_mem_alloc(uint64_t size)
+{
+    if (size == 0 || size > UINT64_MAX - ALIGNMENT)
+        return 0;
+    uint64_t rounded = (size + ALIGNMENT - 1) & ~(uint64_t)(ALIGNMENT - 1);
+    void *block = NULL;
+    pthread_mutex_lock(&mem_lock);
+    if (size > mem_total || mem_used + size > mem_total) {
+        pthread_mutex_unlock(&mem_lock);
+        return 0;
+    }
+    if (rounded <= CACHE_BLOCK_LIMIT && cache_head[rounded / ALIGNMENT - 1]) {
+        block = cache_head[rounded / ALIGNMENT - 1];
+        memcpy(&cache_head[rounded / ALIGNMENT - 1], block, sizeof(void *));
+        mem_cached -= rounded;
+    }
+    pthread_mutex_unlock(&mem_lock);
+    if (!block && posix_memalign(&block, ALIGNMENT, rounded) != 0) {
+        zl_mem_trim();
+        if (posix_memalign(&block, ALIGNMENT, rounded) != 0)
+            return 0;
+    }
+    pthread_mutex_lock(&mem_lock);
+    if (size_put((uint64_t)(uintptr_t)block, size) != 0) {
+        pthread_mutex_unlock(&mem_lock);
+        free(block);
+        return 0;
+    }
+    mem_used += size;
+    pthread_mutex_unlock(&mem_lock);
+    return (uint64_t)(uintptr_t)block;
+}
+
+/* 0, or -1 when `addr` is not a live block of this allocator. */
+int zl_mem_free(uint64_t addr)
+{
+    pthread_mutex_lock(&mem_lock);
+    uint64_t size = addr ? size_take(addr) : 0;
+    if (!size) {
+        pthread_mutex_unlock(&mem_lock);
+        return -1;
+    }
+    mem_used -= size;
+    uint64_t rounded = (size + ALIGNMENT - 1) & ~(uint64_t)(ALIGNMENT - 1);
+    void *block = (void *)(uintptr_t)addr;
+    if (rounded <= CACHE_BLOCK_LIMIT && mem_cached + rounded <= CACHE_BYTES_LIMIT) {
+        memcpy(block, &cache_head[rounded / ALIGNMENT - 1], sizeof(void *));
+        cache_head[rounded / ALIGNMENT - 1] = block;
+        mem_cached += rounded;
+        block = NULL;
+    }
+    pthread_mutex_unlock(&mem_lock);
+    free(block);
+    return 0;
+}
+
+uint64_t zl_mem_in_use(void)
+{
+    pthread_mutex_lock(&mem_lock);
+    uint64_t used = mem_used;
+    pthread_mutex_unlock(&mem_lock);
+    return used;
+}
+
+/* --- range table ------------------------------------------------------------------------------------- */
+typedef struct {
+    uint64_t base, end, token, owner;   /* owner: the context handle of a C-only entry */
+    int32_t device;
+    int32_t c_only;
+} range_t;
+
+static pthread_mutex_t range_lock = PTHREAD_MUTEX_INITIALIZER;
+static range_t *ranges;                 /* sorted by base; equal bases keep insertion order */
+static size_t range_n, range_cap;
+static atomic_int_fast64_t range_c_only;
+/* Tokens of C-only entries: beyond any Python buffer id, and they become the adopted Allocation's id. */
+static uint64_t next_c_token = 1ull << 48;
+
+static size_t upper_bound(uint64_t addr)
+{
+    size_t lo = 0, hi = range_n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (ranges[mid].base <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static range_t *range_find(uint64_t addr)
+{
+    size_t i = upper_bound(addr);
+    if (i == 0 || addr >= ranges[i - 1].end)
+        return NULL;
+    return &ranges[i - 1];
+}
+
+static int range_insert(uint64_t base, uint64_t size, uint64_t token, uint64_t owner, int32_t device, int c_only)
+{
+    if (range_n == range_cap) {
+        size_t cap = range_cap ? range_cap * 2 : 256;
+        range_t *grown = realloc(ranges, cap * sizeof *grown);
+        if (!grown)
+            return -1;
+        ranges = grown;
+        range_cap = cap;
+    }
+    size_t i = upper_bound(base);
+    memmove(&ranges[i + 1], &ranges[i], (range_n - i) * sizeof *ranges);
+    ranges[i] = (range_t){base, base + size, token, owner, device, c_only};
+    range_n++;
+    return 0;
+}
+
+static void range_erase(size_t i)
+{
+    if (ranges[i].c_only)
+        atomic_fetch_sub(&range_c_only, 1);
+    memmove(&ranges[i], &ranges[i + 1], (range_n - i - 1) * sizeof *ranges);
+    range_n--;
+}
+
+int zl_range_add(uint64_t base, uint64_t size, uint64_t token)
+{
+    pthread_mutex_lock(&range_lock);
+    int r = range_insert(base, size, token, 0, 0, 0);
+    pthread_mutex_unlock(&range_lock);
+    return r;
+}
+
+void zl_range_remove(uint64_t base, uint64_t token)
+{
+    pthread_mutex_lock(&range_lock);
+    for (size_t i = upper_bound(base); i > 0 && ranges[i - 1].base == base; i--) {
+        if (ranges[i - 1].token == token) {
+            range_erase(i - 1);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&range_lock);
+}
+
+/* Hands C-only entries to Python, 5 words each (base, size, owner, device, token), at most max_entries;
+ * they are Python's from now on. Returns how many. */
+size_t zl_range_adopt(uint64_t *out, size_t max_entries)
+{
+    size_t k = 0;
+    pthread_mutex_lock(&range_lock);
+    for (size_t i = 0; i < range_n && k < max_entries; i++) {
+        range_t *r = &ranges[i];
+        if (!r->c_only)
+            continue;
+        uint64_t *o = out + 5 * k++;
+        o[0] = r->base;
+        o[1] = r->end - r->base;
+        o[2] = r->owner;
+        o[3] = (uint64_t)(int64_t)r->device;
+        o[4] = r->token;
+        r->c_only = 0;
+        atomic_fetch_sub(&range_c_only, 1);
+    }
+    pthread_mutex_unlock(&range_lock);
+    return k;
+}
+
+/* How many C-only entries exist; Python reads it before every lookup of its own index. */
+int64_t *zl_range_pending(void)
+{
+    return (int64_t *)&range_c_only;
+}
+
+size_t zl_range_count(void)
+{
+    pthread_mutex_lock(&range_lock);
+    size_t n = range_n;
+    pthread_mutex_unlock(&range_lock);
+    return n;
+}
+
+/* --- the fast entry points ---------------------------------------------------------------------------- */
+static long page_size;
+
+/* Small copies in a loop touch the same few host pages again and again, and mincore costs as much as the
+ * rest of the call: pages seen mapped are remembered per thread for a short while, as the Python side
+ * does (bounded staleness: a page unmapped within that window is not caught, as it would not be by a
+ * driver that copies through a staging buffer). */
+#define SEEN_PAGES 8
+#define SEEN_NS 250000000ull
+static __thread uint64_t tl_seen[SEEN_PAGES];
+static __thread uint64_t tl_seen_until;
+static __thread unsigned tl_seen_next;
+
+static uint64_t coarse_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
+    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+static int seen(uint64_t page)
+{
+    for (int i = 0; i < SEEN_PAGES; i++)
+        if (tl_seen[i] == page)
+            return 1;
+    return 0;
+}
+
+/* Whether every page of [addr, addr+n) is mapped (mincore fails with ENOMEM on a hole): a bad host pointer
+ * must become an error code from Python, not a crash here. */
+static int host_mapped(uint64_t addr, uint64_t n)
+{
+    if (!page_size)
+        page_size = sysconf(_SC_PAGESIZE);
+    uint64_t page = (uint64_t)page_size;
+    if (addr < page)
+        return 0;
+    uint64_t first = addr & ~(page - 1), last = (addr + n - 1) & ~(page - 1);
+    int small = last - first <= page;
+    if (small && seen(first) && seen(last) && coarse_ns() < tl_seen_until)
+        return 1;
+    unsigned char vec[1024];
+    uint64_t at = first, end = addr + n;
+    while (at < end) {
+        uint64_t pages = (end - at + page - 1) / page;
+        if (pages > sizeof vec)
+            pages = sizeof vec;
+        if (mincore((void *)(uintptr_t)at, pages * page, vec) != 0)
+            return 0;
+        at += pages * page;
+    }
+    if (small) {
+        uint64_t now = coarse_ns();
+        if (now >= tl_seen_until) {
+            memset(tl_seen, 0, sizeof tl_seen);
+            tl_seen_until = now + SEEN_NS;
+        }
+        tl_seen[tl_seen_next++ % SEEN_PAGES] = first;
+        if (last != first)
+            tl_seen[tl_seen_next++ % SEEN_PAGES] = last;
+    }
+    return 1;
+}
+
+int zl_fast_mem_alloc(uint64_t dptr, uint64_t size)
+{
+    if (!current_ok(0) || !dptr || !size)
+        return -1;
+    uint64_t block = zl_mem_alloc(size);
+    if (!block)
+        return -1;
+    pthread_mutex_lock(&range_lock);
+    int r = range_insert(block, size, next_c_token++, tl_ctx, tl_device, 1);
+    if (r == 0)
+        atomic_fetch_add(&range_c_only, 1);
+    pthread_mutex_unlock(&range_lock);
+    if (r != 0) {
+        zl_mem_free(block);
+        return -1;
+    }
+    memcpy((void *)(uintptr_t)dptr, &block, sizeof block);
+    return 0;
+}
+
+int zl_fast_mem_free(uint64_t dptr)
+{
+    if (!current_ok(1) || !dptr)
+        return -1;
+    pthread_mutex_lock(&range_lock);
+    size_t i = upper_bound(dptr);
+    if (i == 0 || ranges[i - 1].base != dptr || !ranges[i - 1].c_only) {
+        pthread_mutex_unlock(&range_lock);
+        return -1;
+    }
+    range_erase(i - 1);
+    pthread_mutex_unlock(&range_lock);
+    zl_mem_free(dptr);
+    return 0;
+}
+
+/* dst_device/src_device: the side must be driver memory; otherwise pageable host memory is allowed too
+ * (unified addressing), checked to be mapped. */
+int zl_fast_copy(uint64_t dst, uint64_t src, uint64_t n, int dst_device, int src_device)
+{
+    if (!current_ok(1))
+        return -1;
+    if (n == 0)
+        return 0;
+    if (dst + n < dst || src + n < src)
+        return -1;
+    pthread_mutex_lock(&range_lock);
+    range_t *d = range_find(dst), *s = range_find(src);
+    int bad = (d && dst + n > d->end) || (s && src + n > s->end) || (!d && dst_device) || (!s && src_device);
+    pthread_mutex_unlock(&range_lock);
+    if (bad || (!d && !host_mapped(dst, n)) || (!s && !host_mapped(src, n)))
+        return -1;
+    memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
+    return 0;
+}

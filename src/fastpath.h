@@ -1,0 +1,37 @@
+/* The C fast path of the hottest trivial calls (src/fastpath.c), and the state Python keeps it in step
+ * with (declared to cffi in src/fastpath.cdef; driven by zluda_py/fastpath.py). */
+#ifndef ZLUDA_FASTPATH_H
+#define ZLUDA_FASTPATH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Entry points called by the generated exports before Python: a CUresult when the call was answered in
+ * C, -1 when it must go to the Python handler (anything unusual, every error included). */
+int zl_fast_mem_alloc(uint64_t dptr, uint64_t size);
+int zl_fast_mem_free(uint64_t dptr);
+int zl_fast_copy(uint64_t dst, uint64_t src, uint64_t n, int dst_device, int src_device);
+
+/* Switches set by Python. */
+void zl_fast_enable(int on);
+void zl_fast_invalidate(void);
+void zl_fast_set_current(uint64_t ctx, int32_t device);
+void zl_fast_busy(int32_t delta);
+int64_t zl_fast_busy_count(void);
+
+/* The allocator shared by the fast path and the CPU backend (256-byte aligned blocks, a byte budget, a
+ * bounded cache of freed blocks). */
+void zl_mem_set_total(uint64_t total);
+uint64_t zl_mem_alloc(uint64_t size);
+int zl_mem_free(uint64_t addr);
+void zl_mem_trim(void);
+uint64_t zl_mem_in_use(void);
+
+/* The range table: every allocation of the driver's allocation index, plus those made here. */
+int zl_range_add(uint64_t base, uint64_t size, uint64_t token);
+void zl_range_remove(uint64_t base, uint64_t token);
+size_t zl_range_adopt(uint64_t *out, size_t max_entries);
+int64_t *zl_range_pending(void);
+size_t zl_range_count(void);
+
+#endif

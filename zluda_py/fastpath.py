@@ -1,0 +1,73 @@
+"""Keeps the shim's C fast path (src/fastpath.c) in step with the driver: which context each thread has
+current, when contexts change state, how many streams are busy or capturing. No-ops without the shim."""
+
+from zluda_py import log, native
+
+ON = False          # the fast path serves calls (decided when the first context becomes current)
+_decided = False
+_set_current = None
+_busy = None
+_invalidate = None
+
+
+def _decide() -> None:
+    global ON, _decided, _set_current, _busy, _invalidate
+    from zluda_py.driver import init
+    lib = native.lib
+    _decided = True
+    if lib is None:
+        return
+    _busy = lib.zl_fast_busy
+    _invalidate = lib.zl_fast_invalidate
+    # Only when the backend's device memory is the shim's own allocator (the CPU backend): the fast path
+    # allocates from it and copies with plain memmove. ZLUDA_TRACE must see every call in Python.
+    memory = getattr(init.BACKEND, "memory", None)
+    if log.TRACE or not getattr(memory, "native", False):
+        return
+    _set_current = lib.zl_fast_set_current
+    ON = True
+    lib.zl_fast_enable(1)
+
+
+def publish(ctx) -> None:
+    """Tell C the calling thread's current context (None: none). Called wherever the thread's context
+    stack changes, and by the Python handlers of fast-path calls (after a generation change every thread
+    comes back through Python once)."""
+    if not _decided:
+        _decide()
+    if not ON:
+        return
+    if ctx is None:
+        _set_current(0, 0)
+        return
+    _set_current(ctx.handle, ctx.device)
+    # Published with the generation current now: a context that turned sticky or was destroyed before
+    # that is caught here, one that changes later has bumped the generation past it.
+    if ctx.sticky_error or ctx.destroyed:
+        _set_current(0, 0)
+
+
+def refresh(ctx) -> None:
+    if ON:
+        publish(ctx)
+
+
+def invalidate() -> None:
+    """Every thread's published context must be checked by Python again (a context was destroyed, reset,
+    or got a sticky error)."""
+    if _invalidate is not None:
+        _invalidate()
+    elif not _decided and native.lib is not None:
+        native.lib.zl_fast_invalidate()
+
+
+def stream_busy(delta: int) -> None:
+    """A stream started (+1) or stopped (-1) having queued work, or a capture began (+1) or ended (-1):
+    synchronous copies and frees go through Python while any is."""
+    b = _busy
+    if b is None:
+        lib = native.lib
+        if lib is None:
+            return
+        b = lib.zl_fast_busy
+    b(delta)
