@@ -3,6 +3,7 @@ unambiguous operand types are right. Raises PTXSemanticError with line:column; n
 
 from __future__ import annotations
 
+import bisect
 import gc
 import re
 
@@ -108,26 +109,45 @@ class _Checker:
     def __init__(self, module):
         self.module = module
         self.globals = {}     # module-level name -> 'var' | 'func'
+        # name -> ([module item index], [(returns, params) counts]) of each declaration and definition.
+        # A call is checked against the one in force where the caller stands: a linked module (cuLink,
+        # -rdc) keeps each input's `.extern .func` prototype, and like NVIDIA's linker, which resolves
+        # by name only, we accept a prototype that disagrees with the definition in another input (numba
+        # declares a C `void` function as returning a .b64); within one input a call must match.
         self.fn_sigs = {}
+        self.item_index = 0
 
     def run(self):
         defined = set()
-        for item in self.module.items:
+        for k, item in enumerate(self.module.items):
             if isinstance(item, ast.Function):
                 if item.body is not None:
                     if item.name in defined:
                         _fail(f"function '{item.name}' is defined twice", item.pos)
                     defined.add(item.name)
                 self.globals[item.name] = "func"
-                self.fn_sigs.setdefault(item.name, (len(item.returns), len(item.params)))
+                at, sigs = self.fn_sigs.setdefault(item.name, ([], []))
+                at.append(k)
+                sigs.append((len(item.returns), len(item.params)))
             elif isinstance(item, ast.VarDecl):
                 self.globals[item.name] = "var"
         for item in self.module.items:
             if isinstance(item, ast.VarDecl):
                 self.check_init(item, item.init)
-        for item in self.module.items:
+        for k, item in enumerate(self.module.items):
             if isinstance(item, ast.Function) and item.body is not None:
+                self.item_index = k
                 self.check_function(item)
+
+    def signature_at(self, name):
+        """(returns, params) of the declaration of `name` in force at the function being checked: the
+        last one before it (its own, for recursion), else the first (PTX lets a definition come later)."""
+        entry = self.fn_sigs.get(name)
+        if entry is None:
+            return None
+        at, sigs = entry
+        i = bisect.bisect_right(at, self.item_index) - 1
+        return sigs[max(i, 0)]
 
     def check_init(self, decl, init):
         if not init:
@@ -284,7 +304,7 @@ class _Checker:
         if isinstance(target, ast.SymbolExpr):
             if self.symbol_kind(scope, target.name) != "func":
                 _fail(f"call target '{target.name}' is not a function", target.pos)
-            sig = self.fn_sigs.get(target.name)
+            sig = self.signature_at(target.name)
         elif isinstance(target, ast.Reg):
             sig = None
             if i + 2 < len(ops) and isinstance(ops[-1], ast.SymbolExpr):

@@ -21,6 +21,17 @@ def _extern_name(decl: str):
     return m.group(1) if m else None
 
 
+_FUNC_HEAD = re.compile(r"\.func\s*(?:\(([^)]*)\)\s*)?([A-Za-z_$%][\w$]*)\s*\(([^)]*)\)", re.S)
+_PARAM_NAME = re.compile(r"[A-Za-z_$%][\w$]*(\s*\[[^\]]*\])?\s*$")
+
+
+def _signature(head) -> tuple:
+    """A .func header's return and parameter declarations without their names."""
+    def decls(text):
+        return tuple(" ".join(_PARAM_NAME.sub(r"\1", d).split()) for d in (text or "").split(",") if d.strip())
+    return decls(head.group(1)), decls(head.group(3))
+
+
 def _version_key(header: str):
     m = re.search(r"\.version\s+(\d+)\.(\d+)", header)
     return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
@@ -91,13 +102,30 @@ def merge_ptx(texts: list) -> str:
         defined.update(m.group(1) for m in _DEFINED.finditer(b))
         defined.update(m.group(1) for m in _DEFINED_VAR.finditer(b) if ".extern" not in m.group(0))
     seen_externs = set()
+    def_sigs = {}
+    for b in bodies:
+        for m in _FUNC_HEAD.finditer(b):
+            if _definition_end(b, m.start(3)) >= 0:
+                def_sigs[m.group(2)] = _signature(m)
+    kept_prototypes = set()
 
     def drop(m):
-        name = _extern_name(m.group(0))
+        decl = m.group(0)
+        name = _extern_name(decl)
+        head = _FUNC_HEAD.search(decl) if decl.startswith(".extern") else None
+        if head is not None and name in def_sigs and _signature(head) != def_sigs[name]:
+            # A prototype that disagrees with the definition in another input stays: it is the signature
+            # this input's calls were written against (ptx/check.py matches them to it; NVIDIA's linker,
+            # resolving by name, accepts the pair: numba declares a C `void` function as returning .b64).
+            key = (name, _signature(head))
+            if key in kept_prototypes:
+                return ""
+            kept_prototypes.add(key)
+            return decl
         if name in defined or name in seen_externs:
             return ""
         seen_externs.add(name)
-        return m.group(0)
+        return decl
     merged = _drop_repeated_weak([_EXTERN.sub(drop, b) for b in bodies])
     header = max(headers, key=_version_key)
     return header + "\n" + "\n".join(merged)

@@ -236,17 +236,29 @@ def op_call(em, ins):
             semantic(ins, f"call to a kernel {name}")
         formals_r, formals_a = callee.returns, callee.params
         fptr = f'@"f.{name}"'
-    if len(formals_r) != len(rets) or len(formals_a) != len(args):
-        semantic(ins, f"argument count mismatch in call to {name or 'pointer'}")
+    if indirect and (len(formals_r) != len(rets) or len(formals_a) != len(args)):
+        semantic(ins, "argument count mismatch in call to pointer")
+    # A direct call may disagree with the definition when its module was linked from inputs whose
+    # prototype differed (ptx/check.py allows only that): as after NVIDIA's link, a return value the
+    # callee never writes and a parameter the caller never passes are undefined (here 0); extra
+    # arguments are ignored.
     ptrs = []
     ret_tmps = []
-    for op, d in zip(rets, formals_r):
-        p = _arg_ptr(em, op if _is_var(em, op) else None, d)
+    for k, d in enumerate(formals_r):
+        op = rets[k] if k < len(rets) else None
+        p = _arg_ptr(em, op if op is not None and _is_var(em, op) else None, d)
         ptrs.append(p)
-        if not (_is_var(em, op)):
+        if op is not None and not _is_var(em, op):
             ret_tmps.append((op, d, p))
-    for op, d in zip(args, formals_a):
-        ptrs.append(_arg_ptr(em, op, d))
+    for op in rets[len(formals_r):]:
+        if _is_var(em, op):
+            vp, vsize = em.addr_vars[op.name]
+            f.emit(f"store [{vsize} x i8] zeroinitializer, ptr {vp}")
+        elif isinstance(op, A.Reg) and em.is_register(op.name):
+            rty, rp = em.reg(op.name, ins)
+            f.emit(f"store {rty} zeroinitializer, ptr {rp}")
+    for k, d in enumerate(formals_a):
+        ptrs.append(_arg_ptr(em, args[k] if k < len(args) else None, d))
     frame = em.frame if em.mode != "fast" else "null"
     ctx = f"ptr {em.L}, ptr {em.W}, ptr {frame}, i32 {em.tid[0]}, i32 {em.tid[1]}, i32 {em.tid[2]}, " \
           f"i32 {em.ctaid[0]}, i32 {em.ctaid[1]}, i32 {em.ctaid[2]}"
