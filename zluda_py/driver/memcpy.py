@@ -65,16 +65,27 @@ def _sync_copy(dst_kind, src_kind, per_thread):
         if not copy_ranges_ok(dst, dst_device, src, src_device, n):
             dst_check(dst, n, "destination")
             src_check(src, n, "source")
+        waited = True
         if per_thread:
             stream = per_thread_stream(ctx)
             bs = stream.begin()
         else:
             stream = ctx.legacy or legacy_stream(ctx)
             # What begin() answers for the legacy stream when no other stream is busy or capturing.
-            bs = stream.backend if not ctx.busy_streams and stream.capture is None else stream.begin()
+            if not ctx.busy_streams and stream.capture is None:
+                bs = stream.backend
+                waited = False
+            else:
+                bs = stream.begin()
         # A backend copy may answer True when it already ran (inline on an idle stream).
         if not bs.copy(dst, src, n) and not bs.query():
             stream.synchronize()
+        if waited:
+            # The copy ran after other streams' work: a fault of that work is noticed when those streams
+            # are next looked at (native launches), and a synchronous copy must return it.
+            ctx.idle()
+        if ctx.sticky_error:
+            ctx.check_sticky()
         if fastpath.ON:
             fastpath.publish(ctx)   # re-arm the C fast path (it sends calls here after a generation change)
     return copy
