@@ -1,24 +1,36 @@
 """CPU events: each record creates a Completion that the stream's worker stamps with the time when all
-earlier work on that stream has finished; waiting blocks on a lock (never spins)."""
+earlier work on that stream has finished, or that stands for a ticket of the native launch queue (untimed
+events recorded behind native launches); waiting blocks on a lock or, for a ticket, in C without the GIL."""
 
 import threading
 import time
 
 from zluda_py.backends.base import BackendEvent
+from zluda_py.backends.cpu import launchq
 from zluda_py.errors import CudaError, CUDA_ERROR_INVALID_HANDLE, CUDA_ERROR_NOT_READY
 
 _waiters_lock = threading.Lock()
 
 
 class Completion:
-    """One point in a stream's order: done once the worker reaches it; `time_ns` is when it did."""
+    """One point in a stream's order: done once the worker reaches it; `time_ns` is when it did. With a
+    `ticket`, done once the native launch queue has run that ticket (no time is taken)."""
 
-    __slots__ = ("done", "time_ns", "_waiters")
+    __slots__ = ("done", "time_ns", "_waiters", "ticket")
 
-    def __init__(self):
+    def __init__(self, ticket: int = 0):
         self.done = False
         self.time_ns = 0
         self._waiters = None
+        self.ticket = ticket
+
+    def finished(self) -> bool:
+        if self.done:
+            return True
+        if self.ticket and launchq.done() >= self.ticket:
+            self.done = True
+            return True
+        return False
 
     def complete(self) -> None:
         self.time_ns = time.perf_counter_ns()
@@ -31,6 +43,10 @@ class Completion:
 
     def wait(self) -> None:
         if self.done:
+            return
+        if self.ticket:
+            launchq.wait(self.ticket)
+            self.done = True
             return
         lock = threading.Lock()
         lock.acquire()
@@ -55,7 +71,7 @@ class CpuEvent(BackendEvent):
 
     def query(self) -> bool:
         c = self.last
-        return c is None or c.done
+        return c is None or c.finished()
 
     def synchronize(self) -> None:
         c = self.last
@@ -66,6 +82,6 @@ class CpuEvent(BackendEvent):
         a, b = start.last, self.last
         if a is None or b is None:
             raise CudaError(CUDA_ERROR_INVALID_HANDLE, "event has not been recorded")
-        if not (a.done and b.done):
+        if not (a.finished() and b.finished()):
             raise CudaError(CUDA_ERROR_NOT_READY, "event has not completed yet")
         return (b.time_ns - a.time_ns) / 1e6

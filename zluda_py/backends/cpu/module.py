@@ -22,6 +22,11 @@ class CpuFunction(BackendFunction):
                                  static_shared_bytes=getattr(kernel, "static_shared_bytes", 0),
                                  local_bytes=getattr(kernel, "local_bytes", 0),
                                  reqntid=getattr(kernel, "reqntid", None), maxntid=getattr(kernel, "maxntid", None))
+        # What the native launch queue needs to run it without Python: (block function, static shared
+        # bytes, frame bytes, parameter bytes); None for a kernel that only has launch_raw.
+        address = getattr(kernel, "address", None)
+        self.native = (address, kernel.static_shared_bytes, kernel.frame_bytes, kernel.param_size) \
+            if address and hasattr(kernel, "frame_bytes") else None
 
     def launch_raw(self, grid, block, params_address, shared_bytes, cooperative=False):
         return self.kernel.launch_raw(grid, block, params_address, shared_bytes, cooperative=cooperative)

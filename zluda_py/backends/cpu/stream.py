@@ -10,7 +10,7 @@ from collections import deque
 
 from zluda_py import log
 from zluda_py.backends.base import BackendStream
-from zluda_py.backends.cpu import libc
+from zluda_py.backends.cpu import launchq, libc
 from zluda_py.backends.cpu.event import Completion, CpuEvent
 from zluda_py.backends.cpu.workers import POOL
 from zluda_py.errors import (CudaError, CUDA_ERROR_ASSERT, CUDA_ERROR_LAUNCH_FAILED,
@@ -22,6 +22,10 @@ INLINE_BYTES = 64 * 1024
 KernelFault = None      # ptx.errors.KernelFault, imported by the first launch
 _copy_holding_gil = libc._copy_holding_gil
 _null = libc._null
+
+_DISABLE_TIMING = 0x2     # CU_EVENT_DISABLE_TIMING
+_kernel_names: dict = {}  # kernel address -> name, for the message of a native launch's fault
+_orphans: list = []       # (ticket, fault word) of streams collected while their launches were queued
 
 _FAULT_CODES = {"trap": CUDA_ERROR_LAUNCH_FAILED, "assert": CUDA_ERROR_ASSERT,
                 "fault": CUDA_ERROR_ILLEGAL_ADDRESS}
@@ -74,7 +78,12 @@ def _wait_until(addr: int, value: int, size: int, op: int) -> None:
 
 class CpuStream(BackendStream):
     """`on_fault(CudaError)` (set by the driver) is told when a kernel traps so the context's sticky error
-    is set at once; the stream itself also remembers the first fault and raises it from synchronize()."""
+    is set; the stream itself also remembers the first fault and raises it from synchronize().
+
+    Kernel launches on a stream with no Python work queued go to the native launch queue (launchq.c) and
+    the stream keeps only the ticket of its last one (`_ticket`): no thread hop, no GIL on the way; Python
+    work queued behind them first waits for that ticket. A fault of a native launch is noticed when the
+    host next looks at the stream (query, synchronize, the next launch, its worker)."""
 
     reports_busy = True
 
@@ -89,21 +98,35 @@ class CpuStream(BackendStream):
         self._tasks: deque = deque()
         self._busy = False       # a pool thread owns the queue (set and cleared under _lock)
         self._waiting = 0
+        self._ticket = 0         # native launch-queue ticket that later work must wait for
+        self._state = None       # uint64_t[2] the native queue writes a fault to: (status, kernel address)
+        self._reported = False   # what on_busy was last told
+
+    def __del__(self):
+        if self._state is not None and self._ticket > launchq.DONE[0]:
+            _orphans.append((self._ticket, self._state))    # the launcher may still write a fault there
 
     # --- queue machinery -------------------------------------------------------------------------------
+    def _set_busy(self, busy: bool) -> None:     # under _lock
+        if busy != self._reported:
+            self._reported = busy
+            if self.on_busy is not None:
+                self.on_busy(busy)
+
     def enqueue(self, fn, inline: bool = False) -> None:
         """Queue fn (no arguments) behind earlier work. inline=True lets an idle stream run it right here,
         under the lock so that concurrent enqueuers line up behind it."""
         with self._lock:
-            if inline and not self._busy:
-                self._run(fn)
+            if not self._busy:
+                if inline and self._ticket <= launchq.DONE[0]:
+                    self._run(fn)
+                    return
+                self._busy = True
+                self._set_busy(True)
+                self._tasks.append(fn)
+                POOL.submit(self._drain)
                 return
             self._tasks.append(fn)
-            if not self._busy:
-                self._busy = True
-                if self.on_busy is not None:
-                    self.on_busy(True)
-                POOL.submit(self._drain)
 
     def _run(self, fn) -> None:
         try:
@@ -124,13 +147,33 @@ class CpuStream(BackendStream):
             except BaseException:  # noqa: BLE001
                 pass
 
+    def _native_fault(self) -> None:
+        """Report the fault a native launch of this stream wrote, once, as the Python path would have."""
+        st = self._state
+        if st is not None and st[0] and self.fault is None:
+            status, name = st[0], _kernel_names.get(st[1], "?")
+            if status == 3:
+                err = CudaError(CUDA_ERROR_UNKNOWN, f"stream task failed: ValueError: launch of {name} "
+                                                    "refused by the runtime (resources)")
+            else:
+                kind, what = {1: ("trap", f"kernel {name} executed trap"),
+                              2: ("assert", f"assertion failed in kernel {name}"),
+                              4: ("fault", _memory_fault(name, st))}.get(
+                                  status, ("fault", f"kernel {name} status {status}"))
+                err = CudaError(_FAULT_CODES[kind], f"kernel {name} stopped: {what}")
+            self._report(err)
+
     def _drain(self) -> None:
+        t = self._ticket
+        if t > launchq.DONE[0]:
+            launchq.wait(t)         # native launches queued before this Python work
+        if self._state is not None:
+            self._native_fault()
         while True:
             with self._lock:
                 if not self._tasks:
                     self._busy = False
-                    if self.on_busy is not None:
-                        self.on_busy(False)
+                    self._set_busy(False)
                     if self._waiting:
                         self._drained.notify_all()
                     return
@@ -144,7 +187,7 @@ class CpuStream(BackendStream):
         """True when the copy is already done (it ran inline on an idle stream)."""
         if not size:
             return True
-        if size <= INLINE_BYTES and not self._busy:
+        if size <= INLINE_BYTES and not self._busy and self._ticket <= launchq.DONE[0]:
             with self._lock:
                 if not self._busy:   # the common synchronous case, without building a task
                     if size <= libc.SMALL_COPY:
@@ -168,6 +211,12 @@ class CpuStream(BackendStream):
 
     def launch(self, function, grid: tuple, block: tuple, shared_bytes: int, params: bytes,
                cooperative: bool = False) -> None:
+        native = getattr(function, "native", None)
+        if native is not None and not self._busy:
+            q = launchq._lib or launchq.get()
+            if q is not None and self._submit(q, native, function, grid, block, shared_bytes, params,
+                                              cooperative):
+                return
         # The packed parameters are copied now: the caller may reuse its buffer as soon as we return.
         buf = libc.ffi.new("char[]", max(len(params), 1))
         libc.ffi.memmove(buf, params, len(params))
@@ -187,18 +236,66 @@ class CpuStream(BackendStream):
                                 f"kernel {getattr(function, 'name', '?')} stopped: {e}") from None
         self.enqueue(run)
 
+    def _submit(self, q, native, function, grid, block, shared_bytes, params, cooperative) -> bool:
+        """Hand the launch to the native queue; False when it must take the Python path (which reports
+        what HostKernel.launch_raw refuses, or there is Python work queued)."""
+        address, static_shared, frame_bytes, param_size = native
+        gx, gy, gz = grid
+        bx, by, bz = block
+        if (min(gx, gy, gz, bx, by, bz) <= 0 or (gx | gy | gz | bx | by | bz | frame_bytes) >> 32
+                or bx * by * bz > 1024 or bx > 1024 or by > 1024 or bz > 64 or shared_bytes < 0
+                or shared_bytes + static_shared > (1 << 30) or len(params) < param_size):
+            return False
+        if _orphans:
+            _bury()
+        with self._lock:
+            if self._busy:
+                return False
+            st = self._state
+            if st is None:
+                st = self._state = libc.ffi.new("uint64_t[]", launchq.STATE_WORDS)
+            elif st[0]:
+                self._native_fault()
+                return True     # the context is dead after a fault, as on a GPU; later kernels do not run
+            if self.fault is not None:
+                return True
+            t = q.zq_submit(address, params, len(params), gx, gy, gz, bx, by, bz, static_shared, shared_bytes,
+                            frame_bytes, 1 if cooperative else 0, st)
+            if not t:
+                return False
+            if address not in _kernel_names:
+                _kernel_names[address] = getattr(function, "name", "?")
+            self._ticket = t
+            if not self._reported:
+                self._set_busy(True)
+        return True
+
     def host_func(self, fn) -> None:
         self.enqueue(fn)
 
     def record(self, event: CpuEvent) -> None:
+        if self._ticket > launchq.DONE[0] and not self._busy and event.flags & _DISABLE_TIMING:
+            with self._lock:
+                if not self._busy:      # an untimed point behind native launches: their ticket
+                    event.last = Completion(self._ticket)
+                    return
         c = Completion()
         event.last = c
         self.enqueue(c.complete, inline=True)
 
     def wait(self, event: CpuEvent) -> None:
         c = event.last
-        if c is not None and not c.done:
-            self.enqueue(c.wait)
+        if c is None or c.finished():
+            return
+        if c.ticket and not self._busy:
+            with self._lock:
+                if not self._busy:      # later native launches run after it anyway; Python work waits
+                    if c.ticket > self._ticket:
+                        self._ticket = c.ticket
+                    if not self._reported:
+                        self._set_busy(True)
+                    return
+        self.enqueue(c.wait)
 
     def write_value(self, addr: int, value: int, size: int) -> None:
         data = value.to_bytes(size, "little")
@@ -208,7 +305,15 @@ class CpuStream(BackendStream):
         self.enqueue(lambda: _wait_until(addr, value, size, op), inline=_value_ready(addr, value, size, op))
 
     def query(self) -> bool:
-        return not self._busy and not self._tasks
+        if self._busy or self._tasks or self._ticket > launchq.DONE[0]:
+            return False
+        if self._reported:
+            with self._lock:
+                if not self._busy:
+                    self._set_busy(False)
+            if self._state is not None:
+                self._native_fault()
+        return True
 
     def synchronize(self) -> None:
         if self._busy:
@@ -219,10 +324,45 @@ class CpuStream(BackendStream):
                 while self._busy:
                     self._drained.wait()
                 self._waiting -= 1
+        t = self._ticket
+        if t:
+            if t > launchq.DONE[0]:
+                launchq.wait(t)
+            if self._reported:
+                with self._lock:
+                    if not self._busy and self._ticket <= launchq.DONE[0]:
+                        self._set_busy(False)
+            if self._state is not None:
+                self._native_fault()
         if self.fault is not None:
             raise self.fault
 
     def destroy(self) -> None:
         # Pending work still runs (cuStreamDestroy returns at once on a GPU too); the pool thread holding
-        # the drain keeps this object alive only until the queue is empty.
+        # the drain keeps this object alive only until the queue is empty, __del__ the native fault word.
         pass
+
+
+def _memory_fault(name: str, st) -> str:
+    """ptx.host's message for a memory fault, from the ptx_fault_info the launcher copied to st[4:10]."""
+    addr, code, signo, access = st[4], st[8] >> 32, st[8] & 0xFFFFFFFF, st[9] & 0xFFFFFFFF
+    first, last, gx, gy = st[6], st[7], st[2], st[3]
+    if not signo:
+        return f"kernel {name}: illegal memory access"
+    import signal
+    kind = {1: "read", 2: "write"}.get(access, "access")
+    sig = "SIGBUS" if signo == signal.SIGBUS else "SIGSEGV"
+    where = f"address 0x{addr:x}" if addr or code != 0x80 else "a non-canonical address"
+
+    def coords(b):
+        return f"({b % gx},{b // gx % gy},{b // (gx * gy)})"
+    blocks = (f"block {coords(first)}" if last - first <= 1
+              else f"one of blocks {coords(first)}..{coords(last - 1)}")
+    return f"kernel {name}: illegal memory {kind} at {where} ({sig}) in {blocks}"
+
+
+def _bury() -> None:
+    """Drop the fault words of collected streams whose native launches have all run."""
+    done = launchq.DONE[0]
+    keep = [(t, st) for (t, st) in _orphans if t > done]
+    _orphans[:] = keep

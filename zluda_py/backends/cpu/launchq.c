@@ -1,0 +1,230 @@
+/* The CPU backend's native launch queue: kernel launches that streams submit run on one native thread, in
+   submission order, without the GIL. Each launch gets a ticket; tickets complete in order, so "stream S is
+   done" is "tickets <= S's last one are done", which a host thread waits for here with the GIL released
+   (a short spin, then a futex). Built and loaded by launchq.py. */
+#define _GNU_SOURCE
+#include <limits.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#define cpu_relax() __builtin_ia32_pause()
+#elif defined(__aarch64__)
+#define cpu_relax() __asm__ __volatile__("yield")
+#else
+#define cpu_relax() ((void)0)
+#endif
+
+typedef int32_t (*last_fault_fn)(void *out);
+typedef int32_t (*launch_ex_fn)(void *fn, const uint8_t *params, uint32_t gx, uint32_t gy, uint32_t gz,
+                                uint32_t bx, uint32_t by, uint32_t bz, uint32_t static_shared,
+                                uint32_t dyn_shared, uint32_t frame_bytes, uint32_t flags);
+
+struct item {
+    struct item *next;
+    void *fn;
+    uint64_t *state;            /* the submitting stream's fault record (ZQ_STATE_WORDS, see zq_submit); a
+                                   fault there skips the stream's later launches */
+    uint32_t dims[6], static_shared, dyn_shared, frame_bytes, flags;
+    uint8_t params[];
+};
+
+static struct {
+    pthread_mutex_t mu;
+    struct item *head, *tail;
+    uint64_t submitted;                      /* under mu */
+    _Atomic uint64_t done;                   /* tickets 1..done have run */
+    _Atomic uint32_t done_word;              /* futex: low 32 bits of done */
+    _Atomic uint32_t done_waiters;
+    _Atomic uint32_t work_word;              /* futex: bumped by every submit */
+    _Atomic uint32_t launcher_asleep;
+    int started;
+    launch_ex_fn launch;
+    last_fault_fn last_fault;
+    uint64_t spin_ns;
+} Q = {.mu = PTHREAD_MUTEX_INITIALIZER, .spin_ns = 50000};
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void futex_wait(_Atomic uint32_t *addr, uint32_t expected) {
+    syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAIT_PRIVATE, expected, NULL, NULL, 0);
+}
+
+static void futex_wake_all(_Atomic uint32_t *addr) {
+    syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+static struct item *take(void) {
+    pthread_mutex_lock(&Q.mu);
+    struct item *it = Q.head;
+    if (it) {
+        Q.head = it->next;
+        if (!Q.head) Q.tail = NULL;
+    }
+    pthread_mutex_unlock(&Q.mu);
+    return it;
+}
+
+static void *launcher_main(void *arg) {
+    (void)arg;
+    /* Asynchronous signals belong to the application's threads; faults in kernel code stay deliverable. */
+    sigset_t set;
+    sigfillset(&set);
+    sigdelset(&set, SIGSEGV);
+    sigdelset(&set, SIGBUS);
+    sigdelset(&set, SIGFPE);
+    sigdelset(&set, SIGILL);
+    sigdelset(&set, SIGTRAP);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    for (;;) {
+        uint32_t seen = atomic_load(&Q.work_word);
+        struct item *it = take();
+        if (!it) {
+            /* A host loop of launch + synchronize submits again within microseconds: poll a little before
+               sleeping so the next launch starts at once, then cost nothing while idle. The polls yield:
+               on a loaded machine the submitting thread may be waiting for this very core. */
+            uint64_t t0 = now_ns();
+            unsigned spins = 0;
+            while (atomic_load_explicit(&Q.work_word, memory_order_acquire) == seen) {
+                if (++spins & 7) cpu_relax();
+                else sched_yield();
+                if ((spins & 7) == 0 && now_ns() - t0 > Q.spin_ns) {
+                    atomic_store(&Q.launcher_asleep, 1);
+                    if (atomic_load(&Q.work_word) == seen) futex_wait(&Q.work_word, seen);
+                    atomic_store(&Q.launcher_asleep, 0);
+                    break;
+                }
+            }
+            continue;
+        }
+        uint64_t *st = it->state;
+        if (!__atomic_load_n(&st[0], __ATOMIC_ACQUIRE)) {
+            int32_t r = Q.launch(it->fn, it->params, it->dims[0], it->dims[1], it->dims[2], it->dims[3],
+                                 it->dims[4], it->dims[5], it->static_shared, it->dyn_shared,
+                                 it->frame_bytes, it->flags);
+            if (r) {
+                st[1] = (uint64_t)(uintptr_t)it->fn;
+                st[2] = it->dims[0];
+                st[3] = it->dims[1];
+                /* a memory fault's details are the launching thread's, i.e. ours: copied out for the host */
+                if (Q.last_fault && Q.last_fault(&st[4]) != 0) memset(&st[4], 0, 6 * sizeof st[0]);
+                __atomic_store_n(&st[0], (uint64_t)(uint32_t)r, __ATOMIC_RELEASE);
+            }
+        }
+        free(it);
+        uint64_t d = atomic_load_explicit(&Q.done, memory_order_relaxed) + 1;
+        atomic_store(&Q.done, d);
+        atomic_store(&Q.done_word, (uint32_t)d);
+        if (atomic_load(&Q.done_waiters)) futex_wake_all(&Q.done_word);
+    }
+    return NULL;
+}
+
+static void after_fork_child(void) {
+    /* The launcher did not survive the fork; work queued in the parent is the parent's. */
+    pthread_mutex_init(&Q.mu, NULL);
+    Q.head = Q.tail = NULL;
+    Q.started = 0;
+    atomic_store(&Q.done, Q.submitted);
+    atomic_store(&Q.done_word, (uint32_t)Q.submitted);
+    atomic_store(&Q.done_waiters, 0);
+    atomic_store(&Q.launcher_asleep, 0);
+}
+
+/* Once, before any submit: the runtime's launch entry point, its ptx_rt_last_fault (or NULL) and how long
+   idle threads spin (ns). */
+int zq_init(void *launch_ex, void *last_fault, uint64_t spin_ns) {
+    Q.launch = (launch_ex_fn)launch_ex;
+    Q.last_fault = (last_fault_fn)last_fault;
+    Q.spin_ns = spin_ns;
+    static int atfork_done;
+    if (!atfork_done) {
+        pthread_atfork(NULL, NULL, after_fork_child);
+        atfork_done = 1;
+    }
+    return 0;
+}
+
+/* Queue one launch (params are copied); returns its ticket, or 0 when out of memory / no thread.
+   state: 10 words the stream owns until the launch has run; a failed launch fills [1..9] (kernel, grid x,
+   grid y, ptx_fault_info) and then [0] (its PTXRT_* status). */
+uint64_t zq_submit(void *fn, const uint8_t *params, uint32_t nparams, uint32_t gx, uint32_t gy, uint32_t gz,
+                   uint32_t bx, uint32_t by, uint32_t bz, uint32_t static_shared, uint32_t dyn_shared,
+                   uint32_t frame_bytes, uint32_t flags, uint64_t *state) {
+    struct item *it = malloc(sizeof *it + (nparams ? nparams : 8));
+    if (!it) return 0;
+    it->next = NULL;
+    it->fn = fn;
+    it->state = state;
+    it->dims[0] = gx; it->dims[1] = gy; it->dims[2] = gz;
+    it->dims[3] = bx; it->dims[4] = by; it->dims[5] = bz;
+    it->static_shared = static_shared;
+    it->dyn_shared = dyn_shared;
+    it->frame_bytes = frame_bytes;
+    it->flags = flags;
+    if (nparams) memcpy(it->params, params, nparams);
+    else memset(it->params, 0, 8);
+    pthread_mutex_lock(&Q.mu);
+    if (!Q.started) {
+        pthread_t t;
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setstacksize(&attr, 16u << 20);    /* kernels keep per-lane .local arrays on the stack */
+        int rc = pthread_create(&t, &attr, launcher_main, NULL);
+        pthread_attr_destroy(&attr);
+        if (rc) {
+            pthread_mutex_unlock(&Q.mu);
+            free(it);
+            return 0;
+        }
+        pthread_detach(t);
+        Q.started = 1;
+    }
+    if (Q.tail) Q.tail->next = it;
+    else Q.head = it;
+    Q.tail = it;
+    uint64_t ticket = ++Q.submitted;
+    pthread_mutex_unlock(&Q.mu);
+    atomic_fetch_add(&Q.work_word, 1);
+    if (atomic_load(&Q.launcher_asleep)) futex_wake_all(&Q.work_word);
+    return ticket;
+}
+
+uint64_t zq_done(void) { return atomic_load(&Q.done); }
+
+/* Block until ticket has run: spin up to spin_ns, then sleep. Called with the GIL released. */
+void zq_wait(uint64_t ticket, uint64_t spin_ns) {
+    if (atomic_load(&Q.done) >= ticket) return;
+    uint64_t t0 = now_ns();
+    unsigned spins = 0;
+    while (atomic_load_explicit(&Q.done, memory_order_acquire) < ticket) {
+        if (++spins & 7) cpu_relax();
+        else sched_yield();     /* the launcher may be waiting for this core */
+        if ((spins & 7) == 0 && now_ns() - t0 > spin_ns) {
+            atomic_fetch_add(&Q.done_waiters, 1);
+            for (;;) {
+                uint32_t w = atomic_load(&Q.done_word);
+                if (atomic_load(&Q.done) >= ticket) break;
+                futex_wait(&Q.done_word, w);
+            }
+            atomic_fetch_sub(&Q.done_waiters, 1);
+            return;
+        }
+    }
+}
+
+/* The address of the done counter: Python reads it without a call (an aligned 64-bit load). */
+_Atomic uint64_t *zq_done_address(void) { return &Q.done; }
