@@ -103,6 +103,7 @@ class HostKernel:
         self.params = info.params
         self.param_size = info.param_size
         self.static_shared_bytes = info.static_shared_bytes
+        self.shared_reserve_bytes = getattr(info, "shared_reserve_bytes", info.static_shared_bytes)
         self.local_bytes = info.local_bytes
         self.frame_bytes = info.frame_bytes
         self.maxntid = info.maxntid
@@ -162,7 +163,7 @@ class HostKernel:
             raise ValueError(f"{self.name} needs {self.param_size} parameter bytes, got {len(params)}")
         if isinstance(params, bytes) and not params:
             params = bytes(8)
-        status = runtime.launch(self.address, params, g, b, static_shared=self.static_shared_bytes,
+        status = runtime.launch(self.address, params, g, b, static_shared=self.shared_reserve_bytes,
                                 dyn_shared=int(shared_bytes), frame_bytes=self.frame_bytes,
                                 cooperative=cooperative)
         if status == 0:

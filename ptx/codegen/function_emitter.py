@@ -25,6 +25,11 @@ ST_DONE, ST_BARRIER, ST_WARP, ST_ABORT_BASE = 0, 1, 2, 0x100
 FH_RESUME, FH_KIND, FH_MODE, FH_MASK, FH_B, FH_C, FH_SITE = 0, 8, 12, 16, 20, 24, 28
 FH_A, FH_RESULT, FH_PRED_IN, FH_PRED_OUT, FH_COUNT = 32, 40, 48, 52, 56
 FRAME_HEADER_BYTES = 64
+# What ptxrt.c guarantees: a block's shared memory starts 128-aligned (SHARED_ALIGN), a resumable
+# thread's frame 64-aligned (SCRATCH_ALIGN and frame sizes rounded to 64). Larger .align requests are
+# met in code, from room the kernel reserves.
+RUNTIME_SHARED_ALIGN = 128
+RUNTIME_FRAME_ALIGN = 64
 
 
 _position = [(0, 0)]
@@ -115,7 +120,16 @@ class FunctionEmitter:
         return self.invariant("params", lambda: f"load ptr, ptr {self.L}, align 8")
 
     def shared_base(self):
-        return self.invariant("shared", lambda: f"load ptr, ptr {self.W}, align 8")
+        align = getattr(self.m, "shared_align", 0)
+        if align <= RUNTIME_SHARED_ALIGN:
+            return self.invariant("shared", lambda: f"load ptr, ptr {self.W}, align 8")
+        # a variable asks for more than the runtime's alignment: every function of the module moves the
+        # base up to the module's largest one (the kernel reserved the room), a gep so it stays a pointer
+        raw = self.invariant("shared.raw", lambda: f"load ptr, ptr {self.W}, align 8")
+        addr = self.invariant("shared.int", lambda: f"ptrtoint ptr {raw} to i64")
+        neg = self.invariant("shared.neg", lambda: f"sub i64 0, {addr}")
+        pad = self.invariant("shared.pad", lambda: f"and i64 {neg}, {align - 1}")
+        return self.invariant("shared", lambda: f"getelementptr i8, ptr {raw}, i64 {pad}")
 
     def ntid(self, i):
         return self.load_L_u32(L_BLOCK + 4 * i)

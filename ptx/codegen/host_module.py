@@ -35,6 +35,10 @@ class KernelInfo:
     maxntid: tuple = None
     reqntid: tuple = None
     param_types: list = field(default_factory=list)   # PTX type names, for packing python args
+    # what the runtime must allocate before the dynamic shared memory: the static bytes rounded up to
+    # the dynamic arrays' alignment, plus room to align the base beyond the runtime's 128 bytes
+    # (static_shared_bytes is what cuFuncGetAttribute reports: exactly what the variables take)
+    shared_reserve_bytes: int = 0
 
 
 # The loads every generated block function starts with: grid x/y, block x/y/z from the launch, the
@@ -93,6 +97,8 @@ class ModuleContext:
         self.shared_kernel = {}
         self.common_shared_end = 0
         self.dynamic_shared_names = set()
+        self.dynamic_shared_align = 1   # largest .align of the module-level dynamic (extern) shared arrays
+        self.shared_align = 0           # largest .align of any shared variable (see FE.shared_base)
         self.kernel_params = {}
         self.flat = {}
         self.sync_funcs = set()
@@ -218,7 +224,17 @@ def _setup_addr_vars(em: FunctionEmitter, flat, in_frame: bool):
             continue
         size = max(decl_size(d), 1)
         align = max(decl_align(d), 1)
-        if in_frame:
+        if in_frame and align > FE.RUNTIME_FRAME_ALIGN:
+            # beyond the frame's own alignment: aligned at run time within room reserved for it
+            off = round_up(off, FE.RUNTIME_FRAME_ALIGN)
+            raw, addr, neg, pad, p = (em.f.tmp() for _ in range(5))
+            em.entry_code += [f"  {raw} = getelementptr i8, ptr %frame, i64 {off}",
+                              f"  {addr} = ptrtoint ptr {raw} to i64",
+                              f"  {neg} = sub i64 0, {addr}",
+                              f"  {pad} = and i64 {neg}, {align - 1}",
+                              f"  {p} = getelementptr i8, ptr {raw}, i64 {pad}"]
+            off += size + align - FE.RUNTIME_FRAME_ALIGN
+        elif in_frame:
             off = round_up(off, max(align, 8))
             p = em.f.tmp()
             em.entry_code.append(f"  {p} = getelementptr i8, ptr %frame, i64 {off}")
@@ -301,7 +317,7 @@ def emit_kernel(func: A.Function, flat, mctx: ModuleContext, has_sync: bool, out
     mctx.kernel_params = {p.name: off for p, (off, _, _) in zip(func.params, params)}
     # kernel-body shared variables after the common ones; `extern .shared` ones at the dynamic base
     off = mctx.common_shared_end
-    dyn_align = 16
+    dyn_align = max(16, mctx.dynamic_shared_align)
     mctx.shared_kernel = {}
     dyn_names = set(mctx.dynamic_shared_names)
     for d in flat.decls.values():
@@ -314,9 +330,11 @@ def emit_kernel(func: A.Function, flat, mctx: ModuleContext, has_sync: bool, out
         off = round_up(off, decl_align(d))
         mctx.shared_kernel[d.name] = off
         off += decl_size(d)
-    static_shared = round_up(off, dyn_align) if off else 0
+    static_shared = off
+    dyn_base = round_up(off, dyn_align) if off else 0
     for n in dyn_names:
-        mctx.shared_kernel[n] = static_shared
+        mctx.shared_kernel[n] = dyn_base
+    shared_reserve = dyn_base + max(mctx.shared_align - FE.RUNTIME_SHARED_ALIGN, 0)
 
     sym = llvm_name("k", func.name)
     if not has_sync:
@@ -346,7 +364,7 @@ def emit_kernel(func: A.Function, flat, mctx: ModuleContext, has_sync: bool, out
             out_funcs.append(_emit_warp_block_fn(func, sym, frame_bytes, mctx))
     return KernelInfo(func.name, f"k.{func.name}", params, param_size, static_shared, local_bytes,
                       frame_bytes, has_sync, func.directives.get("maxntid"),
-                      func.directives.get("reqntid"), [p.type.name for p in func.params])
+                      func.directives.get("reqntid"), [p.type.name for p in func.params], shared_reserve)
 
 
 def _emit_fast_kernel(func, flat, mctx, sym):
@@ -708,6 +726,7 @@ def build_host_ir(module: A.Module, fma_contract=False) -> HostIR:
             elif item.space == "shared":
                 if item.linkage == "extern" or (item.dims and item.dims[-1] == 0):
                     mctx.dynamic_shared_names.add(item.name)
+                    mctx.dynamic_shared_align = max(mctx.dynamic_shared_align, decl_align(item))
                 else:
                     off = round_up(mctx.common_shared_end, decl_align(item))
                     mctx.shared_common[item.name] = off
@@ -738,6 +757,11 @@ def build_host_ir(module: A.Module, fma_contract=False) -> HostIR:
                     off = round_up(mctx.common_shared_end, decl_align(d))
                     mctx.shared_common[d.name] = off
                     mctx.common_shared_end = off + decl_size(d)
+    # one alignment for the shared base across the module: every function computes the same base
+    mctx.shared_align = max([decl_align(i) for i in module.items if isinstance(i, A.VarDecl)
+                             and i.space == "shared"] +
+                            [decl_align(d) for ff in funcs.values() for d in ff.decls.values()
+                             if d.space == "shared"] + [0])
     bodies = []
     kernels = {}
     for name, ff in funcs.items():
