@@ -24,6 +24,9 @@ def _decide() -> None:
     memory = getattr(init.BACKEND, "memory", None)
     if log.TRACE or not getattr(memory, "native", False):
         return
+    from zluda_py.driver import allocations
+    if not allocations.mirrored():
+        return      # the index does not mirror its ranges into C: C could not check a copy against it
     _set_current = lib.zl_fast_set_current
     ON = True
     lib.zl_fast_enable(1)

@@ -63,12 +63,13 @@ _ADOPT_BATCH = 256
 _adopt_buf = None
 
 
-def _attach_c() -> None:
-    """Use the shim's range table (called once the shim is attached; idempotent)."""
+def attach_c() -> bool:
+    """Mirror into the shim's range table from now on (at import, inside the shim: before any allocation);
+    False when no shim is loaded."""
     global _c, _pending, _adopt_buf
     lib = native.lib
     if lib is None or _c is not _NoShim:
-        return
+        return _c is not _NoShim
 
     class _C:
         add = lib.zl_range_add
@@ -76,6 +77,7 @@ def _attach_c() -> None:
     _adopt_buf = native.ffi.new("uint64_t[]", 5 * _ADOPT_BATCH)
     _pending = lib.zl_range_pending()
     _c = _C
+    return True
 
 
 class AllocationIndex:
@@ -336,4 +338,9 @@ def _host_range_mapped(addr: int, size: int) -> bool:
     return True
 
 
-_attach_c()
+def mirrored() -> bool:
+    """Whether the shim's range table holds every range of INDEX (what the C fast path checks copies by)."""
+    return _c is not _NoShim
+
+
+attach_c()
