@@ -194,17 +194,23 @@ uint64_t zl_mem_alloc(uint64_t size)
     }
     if (rounded <= CACHE_BLOCK_LIMIT && cache_head[rounded / ALIGNMENT - 1]) {
         block = cache_head[rounded / ALIGNMENT - 1];
-        memcpy(&cache_head[rounded / ALIGNMENT - 1], block, sizeof(void *));
-        mem_cached -= rounded;
+        if (size_put((uint64_t)(uintptr_t)block, size) == 0) {
+            memcpy(&cache_head[rounded / ALIGNMENT - 1], block, sizeof(void *));
+            mem_cached -= rounded;
+            mem_used += size;
+            pthread_mutex_unlock(&mem_lock);
+            return (uint64_t)(uintptr_t)block;
+        }
+        block = NULL;
     }
     pthread_mutex_unlock(&mem_lock);
-    if (!block && posix_memalign(&block, ALIGNMENT, rounded) != 0) {
+    if (posix_memalign(&block, ALIGNMENT, rounded) != 0) {
         zl_mem_trim();
         if (posix_memalign(&block, ALIGNMENT, rounded) != 0)
             return 0;
     }
     pthread_mutex_lock(&mem_lock);
-    if (size_put((uint64_t)(uintptr_t)block, size) != 0) {
+    if (mem_used + size > mem_total || size_put((uint64_t)(uintptr_t)block, size) != 0) {
         pthread_mutex_unlock(&mem_lock);
         free(block);
         return 0;
