@@ -129,3 +129,27 @@ def merge_ptx(texts: list) -> str:
     merged = _drop_repeated_weak([_EXTERN.sub(drop, b) for b in bodies])
     header = max(headers, key=_version_key)
     return header + "\n" + "\n".join(merged)
+
+
+_ENTRY = re.compile(r"\.entry\s+[A-Za-z_$%][\w$]*\s*")
+
+
+def with_max_registers(text: str, n: int) -> str:
+    """`.maxnreg n` on every kernel without one: the linked image carries CU_JIT_MAX_REGISTERS (ptxas's
+    -maxrregcount) to whoever loads it, and a kernel's own .maxnreg wins, as with ptxas."""
+    out, pos = [], 0
+    for m in _ENTRY.finditer(text):
+        start = m.end()
+        if start < pos:
+            continue
+        close = text.find(")", start) if text.startswith("(", start) else start - 1
+        brace = text.find("{", close + 1)
+        if close < 0 or brace < 0 or ";" in text[close + 1:brace]:
+            continue
+        if ".maxnreg" not in text[close + 1:brace]:
+            out.append(text[pos:brace])
+            out.append(f".maxnreg {int(n)}\n")
+            pos = brace
+    out.append(text[pos:])
+    return "".join(out)
+

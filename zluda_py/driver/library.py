@@ -18,9 +18,10 @@ class Library:
     """PTX chosen once from the image; loaded as one module per context that uses it, as CUDA does: a
     context reset (cudaDeviceReset) then finds fresh copies of the module's globals."""
 
-    def __init__(self, ptx_text: str, name: str):
+    def __init__(self, ptx_text: str, name: str, max_registers: int = None):
         self.ptx = ptx_text
         self.name = name
+        self.max_registers = max_registers   # CU_JIT_MAX_REGISTERS given at load
         self.unloaded = False
         self._backend_modules: dict = {}   # context id -> BackendModule
         self._modules: dict = {}           # context id -> Module
@@ -146,8 +147,8 @@ def _load_device() -> int:
     return _context_for_load().device
 
 
-def _finish_load(library_out: int, ptx_text: str, name: str) -> None:
-    lib = Library(ptx_text, name)
+def _finish_load(library_out: int, ptx_text: str, name: str, max_registers: int = None) -> None:
+    lib = Library(ptx_text, name, max_registers)
     try:
         lib.any_backend_module()   # compile now: a bad image fails here, as CUDA's eager load does
     except CudaError:
@@ -164,7 +165,8 @@ def library_load_data(library_out, code, jit_options, jit_values, num_jit, lib_o
     if not library_out or not code:
         raise CudaError(CUDA_ERROR_INVALID_VALUE, "library or code is NULL")
     name = f"library@{code:#x}"
-    _finish_load(library_out, modmod.ptx_from_image_address(code, _load_device(), name), name)
+    _finish_load(library_out, modmod.ptx_from_image_address(code, _load_device(), name), name,
+                 modmod.jit_max_registers(jit_options, jit_values, num_jit))
 
 
 @export("cuLibraryLoadFromFile")
@@ -174,7 +176,8 @@ def library_load_from_file(library_out, filename, jit_options, jit_values, num_j
     if not library_out or not filename:
         raise CudaError(CUDA_ERROR_INVALID_VALUE, "library or fileName is NULL")
     path = cmem.read_cstring(filename, "fileName")
-    _finish_load(library_out, modmod.ptx_from_file(path, _load_device()), path)
+    _finish_load(library_out, modmod.ptx_from_file(path, _load_device()), path,
+                 modmod.jit_max_registers(jit_options, jit_values, num_jit))
 
 
 @export("cuLibraryUnload")

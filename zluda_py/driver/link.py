@@ -8,11 +8,11 @@ from zluda_py.cudadevrt import CUDADEVRT_PTX, is_cudadevrt
 from zluda_py.dispatch import export
 from zluda_py.driver import context as ctxmod
 from zluda_py.driver import init
-from zluda_py.driver.module import _write_jit_log, device_sm
+from zluda_py.driver.module import _write_jit_log, device_sm, jit_max_registers
 from zluda_py.errors import (CudaError, CUDA_ERROR_FILE_NOT_FOUND, CUDA_ERROR_INVALID_HANDLE,
                              CUDA_ERROR_INVALID_IMAGE, CUDA_ERROR_INVALID_PTX, CUDA_ERROR_INVALID_VALUE,
                              CUDA_ERROR_NOT_SUPPORTED)
-from zluda_py.ptxlink import merge_ptx
+from zluda_py.ptxlink import merge_ptx, with_max_registers
 
 # CUjitInputType
 INPUT_CUBIN, INPUT_PTX, INPUT_FATBINARY, INPUT_OBJECT, INPUT_LIBRARY, INPUT_NVVM = range(6)
@@ -101,6 +101,9 @@ def link_complete(hstate, cubin_out, size_out):
     if not state.inputs:
         raise CudaError(CUDA_ERROR_INVALID_IMAGE, "nothing was added to the link")
     text = merge_ptx(state.inputs)
+    max_regs = jit_max_registers(state.options, state.values, state.count)
+    if max_regs:
+        text = with_max_registers(text, max_regs)
     try:
         import ptx
         ptx.parse(text)

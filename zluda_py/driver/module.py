@@ -102,11 +102,21 @@ class Function:
         if attrib == ATTR_SHARED_SIZE_BYTES:
             return info.static_shared_bytes
         if attrib == ATTR_CONST_SIZE_BYTES:
-            return info.const_bytes
+            r = self.module.kernel_resources(self.name)
+            return r.const_bytes if r is not None else info.const_bytes
         if attrib == ATTR_LOCAL_SIZE_BYTES:
             return info.local_bytes
         if attrib == ATTR_NUM_REGS:
-            return info.num_regs
+            r = self.module.kernel_resources(self.name)
+            if r is None:
+                return info.num_regs
+            # a JIT option (-maxrregcount) bounds what the kernel's own .maxnreg does not
+            cap = self.module.max_registers if r.maxnreg is None else None
+            return min(r.num_regs, cap) if cap else r.num_regs
+        if attrib == ATTR_PTX_VERSION:
+            r = self.module.kernel_resources(self.name)
+            if r is not None and r.target_sm:
+                return r.target_sm
         if attrib in (ATTR_PTX_VERSION, ATTR_BINARY_VERSION):
             p = device_props(self.device)
             return p.cc_major * 10 + p.cc_minor
@@ -138,12 +148,17 @@ class Function:
 class Module:
     """A module image compiled for one device and owned by a context (CUmodule)."""
 
-    def __init__(self, ctx, device: int, backend_module, name: str, library=None):
+    def __init__(self, ctx, device: int, backend_module, name: str, library=None, ptx_text: str = None,
+                 max_registers: int = None):
         self.ctx = ctx
         self.device = device
         self.backend_module = backend_module
         self.name = name
         self.library = library
+        self.ptx_text = ptx_text if ptx_text is not None else getattr(library, "ptx", None)
+        self.max_registers = max_registers if max_registers is not None else \
+            getattr(library, "max_registers", None)
+        self._resources = None      # entry name -> ptx.resources.KernelResources, on first query
         self.unloaded = False
         self.functions: dict = {}
         self._fn_lock = threading.Lock()
@@ -165,6 +180,17 @@ class Module:
 
     def kernel_names(self) -> list:
         return list(self.backend_module.functions())
+
+    def kernel_resources(self, name: str):
+        """Registers, constant bytes and PTX target of a kernel, from its PTX (parsed again on the first
+        attribute query only: launches never need them); None when the text is not at hand."""
+        res = self._resources
+        if res is None:
+            with self._fn_lock:
+                res = self._resources
+                if res is None:
+                    res = self._resources = _module_resources(self.ptx_text, self.name)
+        return res.get(name)
 
     def global_symbol(self, name: str) -> tuple:
         g = self.backend_module.global_symbol(name)
@@ -196,6 +222,31 @@ class Module:
                 self.backend_module.unload()
             except Exception as e:  # noqa: BLE001 - unloading must finish
                 log.error(f"module {self.name}: unload failed: {e}")
+
+
+def _module_resources(text, name) -> dict:
+    if not text:
+        return {}
+    try:
+        import ptx
+        from ptx.resources import module_resources
+        return module_resources(ptx.parse(text))
+    except Exception as e:  # noqa: BLE001 - the module compiled; attributes fall back to the backend's
+        log.error(f"module {name}: no resource estimate ({type(e).__name__}: {e})")
+        return {}
+
+
+CU_JIT_MAX_REGISTERS = 0
+
+
+def jit_max_registers(options: int, values: int, count: int):
+    """The CU_JIT_MAX_REGISTERS value among JIT options (its value is the pointer-sized slot itself)."""
+    if count <= 0 or not options or not values:
+        return None
+    for i in range(count):
+        if cmem.read_u32(options + 4 * i) == CU_JIT_MAX_REGISTERS:
+            return (cmem.read_u64(values + 8 * i) & 0xFFFFFFFF) or None
+    return None
 
 
 # --- loading -----------------------------------------------------------------------------------------
@@ -249,10 +300,10 @@ def _unload_context_modules(ctx) -> None:
     ctx.modules = None
 
 
-def load_into_current(ptx_text: str, name: str, ctx=None) -> Module:
+def load_into_current(ptx_text: str, name: str, ctx=None, max_registers=None) -> Module:
     ctx = ctx or ctxmod.current_context()
     backend_module = compile_ptx(ctx.device, ptx_text, name)
-    module = Module(ctx, ctx.device, backend_module, name)
+    module = Module(ctx, ctx.device, backend_module, name, ptx_text=ptx_text, max_registers=max_registers)
     _track(ctx, module)
     return module
 
@@ -311,13 +362,13 @@ def module_load(module_out, fname):
     cmem.write_ptr(module_out, module.handle)
 
 
-def _load_data(module_out, image, name=None):
+def _load_data(module_out, image, name=None, max_registers=None):
     init.require_init()
     if not module_out or not image:
         raise CudaError(CUDA_ERROR_INVALID_VALUE, "module or image is NULL")
     ctx = ctxmod.current_context()
     name = name or _image_name(image)
-    module = load_into_current(ptx_from_image_address(image, ctx.device, name), name, ctx)
+    module = load_into_current(ptx_from_image_address(image, ctx.device, name), name, ctx, max_registers)
     cmem.write_ptr(module_out, module.handle)
 
 
@@ -329,7 +380,7 @@ def module_load_data(module_out, image):
 @export("cuModuleLoadDataEx")
 def module_load_data_ex(module_out, image, num_options, options, option_values):
     try:
-        _load_data(module_out, image)
+        _load_data(module_out, image, max_registers=jit_max_registers(options, option_values, num_options))
     except CudaError as e:
         try:
             _write_jit_log(options, option_values, num_options, e.message)
