@@ -66,9 +66,12 @@ def semantic(ins, msg):
                            ins.pos.line, ins.pos.col)
 
 
-# Pointer shadows give 64-bit registers provenance for LLVM's vectoriser, but numba's NRT kernels computed
-# wrong results with them (tests/clients: nrt statistics); off until that is understood.
-POINTER_SHADOWS = False
+# Generic and global addresses are 64-bit integers; every access through one is a byte offset from this one
+# pointer, which is null at run time (ptxrt.c) but opaque to LLVM. An inttoptr per access hides the address
+# from SCEV (no vectorised thread loops); offsets from one common base are affine, so the vectoriser can
+# compare them with runtime overlap checks, and since LLVM never learns the base is null, no access is
+# assumed away (a gep on a known-null pointer would be UB).
+MEMBASE_SYMBOL = "ptx_rt_membase"
 
 
 class FunctionEmitter:
@@ -84,7 +87,6 @@ class FunctionEmitter:
         self.addr_vars = {}         # .local/.param variable in body -> (pointer value, size)
         self.func_params = {}       # .func param name -> pointer argument
         self.local_vars = []        # (pointer, size) of this function's .local variables
-        self.shadows = {}           # 64-bit register -> alloca of the same address as a pointer
         self.sync_sites = []        # [(label to resume at, post-resume callback)]
         self.L = "%L"
         self.W = "%W"
@@ -131,6 +133,15 @@ class FunctionEmitter:
         pad = self.invariant("shared.pad", lambda: f"and i64 {neg}, {align - 1}")
         return self.invariant("shared", lambda: f"getelementptr i8, ptr {raw}, i64 {pad}")
 
+    def mem_base(self):
+        """The base every integer address is an offset from (see MEMBASE_SYMBOL)."""
+        self.m.declare(f"@{MEMBASE_SYMBOL} = external constant ptr")
+        return self.invariant("membase", lambda: f"load ptr, ptr @{MEMBASE_SYMBOL}, align 8")
+
+    def int_to_ptr(self, addr):
+        """An i64 address as a pointer LLVM can analyse (not inbounds: any integer is allowed)."""
+        return self.f.op(f"getelementptr i8, ptr {self.mem_base()}, i64 {addr}")
+
     def ntid(self, i):
         return self.load_L_u32(L_BLOCK + 4 * i)
 
@@ -152,28 +163,7 @@ class FunctionEmitter:
         ty = T.llvm_type(d.type.name)
         ptr = self.f.alloca(ty)
         self.regs[name] = (ty, ptr)
-        if ty == "i64" and self.mode != "sync" and POINTER_SHADOWS:
-            # every write also keeps the value as a pointer, derived (gep) from the pointer it was
-            # computed from when known: addresses keep their provenance, so LLVM can analyse them
-            sp = self.shadows[name] = self.f.alloca("ptr")
-            self.f.entry_allocas.append(f"  store ptr null, ptr {sp}")   # never undef: see pointer_of
         return self.regs[name]
-
-    def pointer_of(self, op):
-        """The register operand's value as a pointer with provenance, or None."""
-        if isinstance(op, A.Reg) and self.is_register(op.name):
-            self.reg(op.name)
-            sp = self.shadows.get(op.name)
-            if sp is not None:
-                # The shadow only lends provenance: the address is always the register's own value, so a
-                # write that bypassed the shadow (call returns, vector loads, restored frames) leaves a
-                # stale base but never a wrong address. When the shadow is current the offset folds to 0.
-                rty, ptr = self.regs[op.name]
-                base = self.f.op(f"load ptr, ptr {sp}")
-                v = self.f.op(f"load i64, ptr {ptr}")
-                off = self.f.op(f"sub i64 {v}, {self.f.op(f'ptrtoint ptr {base} to i64')}")
-                return self.f.op(f"getelementptr i8, ptr {base}, i64 {off}")
-        return None
 
     def touch_all_registers(self):
         """Create storage for every register the body names (resumable threads save a fixed set)."""
@@ -294,7 +284,7 @@ class FunctionEmitter:
             return self.f.op(f"{'fptrunc' if LLVM_BITS[ty] < LLVM_BITS[rty] else 'fpext'} {rty} {v} to {ty}")
         return self.coerce(v, rty, ty)
 
-    def write(self, op, val, ptype, ins=None, signed=None, ptr_hint=None):
+    def write(self, op, val, ptype, ins=None, signed=None):
         """Store `val` (LLVM type of `ptype`) into a destination operand."""
         ins = ins or self.cur_ins
         if isinstance(op, A.Sink):
@@ -307,13 +297,6 @@ class FunctionEmitter:
         v = self.coerce(val, ty, rty, sg)
         self.f.emit(f"store {rty} {v}, ptr {ptr}")
         self.written.setdefault(self.cur_index, set()).add(op.name)
-        self._write_shadow(op.name, v, ptr_hint)
-
-    def _write_shadow(self, name, v, ptr_hint):
-        sp = self.shadows.get(name)
-        if sp is not None:
-            pv = ptr_hint if ptr_hint is not None else self.f.op(f"inttoptr i64 {v} to ptr")
-            self.f.emit(f"store ptr {pv}, ptr {sp}")
 
     def write_llvm(self, op, val, ty, signed=False):
         if isinstance(op, A.Sink):
@@ -322,7 +305,6 @@ class FunctionEmitter:
         v = self.coerce(val, ty, rty, signed)
         self.f.emit(f"store {rty} {v}, ptr {ptr}")
         self.written.setdefault(self.cur_index, set()).add(op.name)
-        self._write_shadow(op.name, v, None)
 
     # ------------------------------------------------------------ symbols and addresses
     def symbol_value(self, name, offset, ins):
@@ -370,9 +352,6 @@ class FunctionEmitter:
             if space not in ("shared",) and self.m.shared_offset(base) is not None and space is not None:
                 semantic(ins, f"{base} is not in the .{space} state space")
             return f.op(f"getelementptr i8, ptr {p}, i64 {op.offset}") if op.offset else p
-        if base is not None and space != "shared" and base in self.shadows:
-            p = self.pointer_of(A.Reg(base, op.pos))
-            return f.op(f"getelementptr i8, ptr {p}, i64 {op.offset}") if op.offset else p
         if base is None:
             av = str(op.offset)
         else:
@@ -383,7 +362,7 @@ class FunctionEmitter:
                 av = f.op(f"add i64 {av}, {op.offset}")
         if space == "shared":
             return f.op(f"getelementptr i8, ptr {self.shared_base()}, i64 {av}")
-        return f.op(f"inttoptr i64 {av} to ptr")
+        return self.int_to_ptr(av)
 
     # ------------------------------------------------------------ special registers
     def linear_tid(self):

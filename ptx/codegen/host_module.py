@@ -308,8 +308,7 @@ def emit_device_function(func: A.Function, flat, mctx: ModuleContext):
 
 
 def _store_undef_regs(em):
-    return [f"  store {ty} undef, ptr {ptr}" for ty, ptr in em.regs.values()] + \
-        [f"  store ptr null, ptr {sp}" for sp in em.shadows.values()]   # a defined base: see pointer_of
+    return [f"  store {ty} undef, ptr {ptr}" for ty, ptr in em.regs.values()]
 
 
 def emit_kernel(func: A.Function, flat, mctx: ModuleContext, has_sync: bool, out_funcs: list):
@@ -994,7 +993,6 @@ def _emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat):
                     continue
                 v = f.op(f"load {ty}, ptr {slot(name, ty)}")
                 f.emit(f"store {ty} {v}, ptr {ptr}")
-                em._write_shadow(name, v, None)
             for i in _remat_chain([n for n, _, _ in keep if n in remat], remat, flat.body,
                                   em.is_register):
                 em.cur_index = i

@@ -70,13 +70,7 @@ def op_addsub(em, ins):
         em.write(ins.operands[0], r, t)
         return
     r = f.op(f"{'add' if is_add else 'sub'} {ty} {a}, {b}")
-    hint = None
-    if bits == 64:
-        pa = em.pointer_of(ins.operands[1])
-        if pa is not None:
-            off = b if is_add else f.op(f"sub i64 0, {b}")
-            hint = f.op(f"getelementptr i8, ptr {pa}, i64 {off}")
-    em.write(ins.operands[0], r, t, ptr_hint=hint)
+    em.write(ins.operands[0], r, t)
 
 
 def _mul_parts(em, ins, t, a, b):

@@ -94,14 +94,8 @@ def op_ld(em, ins):
             o = off + i * size
             p = em.invariant(("kpp", o), lambda: f"getelementptr i8, ptr {pb}, i64 {o}")
             al = min(size, (o & -o) or size)
-            if ty == "i64":
-                # 64-bit parameters are usually pointers: load them as such (provenance)
-                pv = em.invariant(("kpptr", o), lambda: f"load ptr, ptr {p}, align {al}")
-                v = em.invariant(("kpv", o, ty), lambda: f"ptrtoint ptr {pv} to i64")
-                em.write(e, v, t, ptr_hint=pv)
-            else:
-                v = em.invariant(("kpv", o, ty), lambda: f"load {ty}, ptr {p}, align {al}")
-                em.write(e, v, t)
+            v = em.invariant(("kpv", o, ty), lambda: f"load {ty}, ptr {p}, align {al}")
+            em.write(e, v, t)
         return
     base = em.address(src, space)
     align = size
@@ -173,7 +167,7 @@ def op_mov(em, ins):
         em.write(dst, em.coerce(v, "i64", T.llvm_type(t)), t)
         return
     v = em.read(src, t)
-    em.write(dst, v, t, ptr_hint=em.pointer_of(src) if T.bits_of(t) == 64 else None)
+    em.write(dst, v, t)
 
 
 @handles("cvta")
@@ -185,16 +179,11 @@ def op_cvta(em, ins):
         unsupported(ins)
     v = em.read(ins.operands[1], t)
     bits = T.bits_of(t)
-    hint = None
     if space == "shared":
         f = em.f
         base = f.op(f"ptrtoint ptr {em.shared_base()} to i{bits}")
-        if not to and bits == 64:
-            hint = f.op(f"getelementptr i8, ptr {em.shared_base()}, i64 {v}")
         v = f.op(f"{'sub' if to else 'add'} i{bits} {v}, {base}")
-    elif bits == 64:
-        hint = em.pointer_of(ins.operands[1])
-    em.write(ins.operands[0], v, t, ptr_hint=hint)
+    em.write(ins.operands[0], v, t)
 
 
 @handles("isspacep")

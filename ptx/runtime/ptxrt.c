@@ -776,6 +776,8 @@ void ptx_rt_free(void *p) { free(p); }
 
 uint64_t ptx_rt_globaltimer(void) { return now_ns(CLOCK_REALTIME); }
 
+void *const ptx_rt_membase = NULL;
+
 /* ------------------------------------------------------------------ device printf */
 
 struct argreader {

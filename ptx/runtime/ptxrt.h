@@ -72,6 +72,9 @@ void     ptx_rt_trap(ptx_worker *W);  /* sets the trap flag and stops the launch
 void     ptx_rt_assertfail(ptx_worker *W, const char *msg, const char *file, uint32_t line,
                            const char *func, const uint32_t ctaid[3], const uint32_t tid[3]);
 uint64_t ptx_rt_globaltimer(void);  /* ns since the epoch */
+/* Generated code addresses generic and global memory as ptx_rt_membase + the 64-bit address: NULL, but
+   opaque to LLVM, so addresses stay analysable offsets from one base (ptx/codegen/function_emitter.py). */
+extern void *const ptx_rt_membase;
 
 /* Grid-wide synchronisation (cooperative groups grid.sync()) and inter-block spin-waits.
 
