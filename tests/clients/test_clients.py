@@ -15,6 +15,7 @@ PROGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "progs")
 PROGRAMS = {
     "numba_kernels.py": ("numba_cuda", "cuda.bindings"),
     "numba_streams.py": ("numba_cuda", "cuda.bindings"),
+    "numba_nrt.py": ("numba_cuda", "cuda.bindings", "nvrtc"),     # NVRTC builds NRT's nrt.cu
     "cuda_core_program.py": ("cuda.core", "cuda.bindings", "nvrtc"),
     "cuda_bindings_graphs.py": ("cuda.bindings",),
 }
