@@ -176,8 +176,43 @@ class HostKernel:
             raise KernelFault("assert", f"assertion failed in kernel {self.name}")
         if status == getattr(runtime, "BAD_LAUNCH", 3):
             raise ValueError(f"launch of {self.name} refused by the runtime (resources)")
+        if status == _FAULT:
+            raise KernelFault("fault", _fault_message(self.name, g))
         if status != 0:
             raise KernelFault("fault", f"kernel {self.name} status {status}")
+
+
+_FAULT = 4      # PTXRT_FAULT: a block touched memory it may not (ptxrt.h, "memory faults in kernels")
+
+
+class _FaultInfo(ctypes.Structure):     # ptx_fault_info
+    _fields_ = [("addr", ctypes.c_uint64), ("pc", ctypes.c_uint64), ("first_block", ctypes.c_uint64),
+                ("last_block", ctypes.c_uint64), ("signo", ctypes.c_int32), ("code", ctypes.c_int32),
+                ("access", ctypes.c_int32), ("worker_id", ctypes.c_uint32)]
+
+
+def _fault_message(name, grid):
+    """One line on the first fault of this thread's last launch (what the runtime's handler saw)."""
+    from ptx import runtime
+    import signal
+    info = _FaultInfo()
+    if runtime.library().ptx_rt_last_fault(ctypes.byref(info)) != 0:
+        return f"kernel {name}: illegal memory access"
+    access = {1: "read", 2: "write"}.get(info.access, "access")
+    sig = "SIGBUS" if info.signo == signal.SIGBUS else "SIGSEGV"
+    if info.addr or info.code not in (0x80, -6):
+        where = f"address 0x{info.addr:x}"
+    elif info.code == 0x80:                          # SI_KERNEL: x86-64 gives no address for those
+        where = "a non-canonical address"
+    else:                                            # SI_TKILL: re-raised by a handler ahead of ours
+        where = "an unknown address"
+    gx, gy = grid[0], grid[1]
+
+    def coords(b):
+        return f"({b % gx},{b // gx % gy},{b // (gx * gy)})"
+    blocks = (f"block {coords(info.first_block)}" if info.last_block - info.first_block <= 1
+              else f"one of blocks {coords(info.first_block)}..{coords(info.last_block - 1)}")
+    return f"kernel {name}: illegal memory {access} at {where} ({sig}) in {blocks}"
 
 
 def _dims(d):

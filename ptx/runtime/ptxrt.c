@@ -9,6 +9,7 @@
 #include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -49,6 +50,11 @@ static long futex_wake_all(_Atomic uint32_t *addr) {
     return syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 }
 
+/* Inside malloc/free (or a locked FILE) on a kernel's behalf: a fault there is not recovered, see
+   "memory faults in kernels" below. volatile: nothing else reads it, so the compiler would drop the
+   increments around the calls. */
+static __thread volatile int tls_in_heap;
+
 /* ------------------------------------------------------------------ printf buffers */
 
 /* Output of one run of blocks (a chunk, or one fiber run between grid barriers), keyed so the
@@ -72,7 +78,9 @@ static int pb_reserve(struct printbuf *pb, size_t extra) {
     if (pb->len + extra <= pb->cap) return 0;
     size_t cap = pb->cap ? pb->cap : 4096;
     while (cap < pb->len + extra) cap *= 2;
+    tls_in_heap++;
     char *nb = realloc(pb->buf, cap);
+    tls_in_heap--;
     if (!nb) return -1;
     pb->buf = nb;
     pb->cap = cap;
@@ -163,6 +171,15 @@ static void ctx_switch(fctx *from, fctx *to) { swapcontext(from, to); }
 struct fiber;
 struct slot;
 
+/* Where a memory fault in kernel code lands (see "memory faults in kernels" below): a sigsetjmp
+   taken on the stack the kernel runs on, and what the signal handler saw. */
+struct fault_target {
+    sigjmp_buf jb;
+    uint64_t first, last;            /* the blocks the armed call runs */
+    uint64_t addr, pc;
+    int32_t signo, code, access;
+};
+
 struct rt_ctx {
     struct slot *slot;
     struct fiber *fiber;             /* NULL outside cooperative launches */
@@ -175,6 +192,7 @@ struct fiber {
     uint64_t block;
     int32_t ret;
     int done;
+    struct fault_target ft;
 };
 
 /* One worker's private resources; slot 0 belongs to whichever thread is launching. */
@@ -191,11 +209,15 @@ struct slot {
     size_t nready, capready, head;
     uint32_t id;
     pthread_t thread;
+    _Atomic pid_t tid;               /* the thread running this slot (slot 0: the last launcher) */
+    struct fault_target *volatile armed;  /* set while kernel code runs on this slot's thread */
+    struct fault_target ft;          /* run_chunks' landing place */
 } __attribute__((aligned(64)));
 
 #define ST_TRAP 1u
 #define ST_ASSERT 2u
 #define ST_BAD 4u
+#define ST_FAULT 8u
 
 struct ptx_launch_state {
     _Atomic uint32_t flags;          /* ST_* */
@@ -220,6 +242,8 @@ struct job {
     _Atomic uint64_t pending __attribute__((aligned(64)));   /* blocks yet to arrive or finish this phase */
     _Atomic uint64_t finished;
     _Atomic uint32_t phase;
+    _Atomic int fault_taken;         /* the first fault of the launch is the one reported */
+    ptx_fault_info fault;
 };
 
 #define POOL_CLOSED 0x80000000u
@@ -246,7 +270,177 @@ static void set_flag(struct ptx_launch_state *st, uint32_t f) {
 }
 
 static void record_ret(struct ptx_launch_state *st, int32_t r) {
-    set_flag(st, r == PTXRT_ASSERT ? ST_ASSERT : r == PTXRT_BAD_LAUNCH ? ST_BAD : ST_TRAP);
+    set_flag(st, r == PTXRT_ASSERT ? ST_ASSERT : r == PTXRT_BAD_LAUNCH ? ST_BAD
+                 : r == PTXRT_FAULT ? ST_FAULT : ST_TRAP);
+}
+
+/* ------------------------------------------------------------------ memory faults in kernels */
+
+/* A wild pointer in a kernel faults on the worker running it. Design:
+   - One SIGSEGV/SIGBUS handler (SA_SIGINFO|SA_ONSTACK), installed at the first launch. It finds the
+     faulting thread among the pool's slots by thread id (no TLS there: a thread that never touched
+     ours would allocate it, i.e. malloc, inside the handler), and recovers only when that slot is
+     armed, i.e. the fault is in kernel code: it restores the interrupted signal mask and siglongjmps
+     to the slot's (or the running fiber's) sigsetjmp. Every other fault goes to the handler that was
+     there before (Python's faulthandler, numba, ...) or to the default action, as if we were not here.
+   - The sigsetjmp is always on the stack the kernel runs on: run_chunks' frame on the worker's
+     stack, or fiber_entry's frame on the block's own fiber stack (cooperative launches), so the jump
+     never crosses contexts. The landing code records the fault on the job, whose stop flag makes
+     every worker stop taking blocks; the launch returns PTXRT_FAULT.
+   - Each thread that runs blocks has an alternate signal stack, since the fault may be a stack
+     overflow: helpers get one at start, a launching thread at its first launch unless it already has
+     one (Python's faulthandler gives the main thread its own). Ours is freed when the thread ends.
+   Not recoverable, so left to crash as before: a fault inside malloc/free called for a kernel
+   (device malloc, printf's buffers), since the allocator's lock may be held and the heap is corrupt
+   anyway. What a faulting kernel wrote before the fault stays written, as on a GPU. */
+
+#define ALTSTACK_BYTES (64u << 10)
+
+static struct sigaction fault_prev[2];   /* SIGSEGV, SIGBUS: what was installed before ours */
+static int fault_enabled;
+static pthread_once_t fault_once = PTHREAD_ONCE_INIT;
+static pthread_key_t altstack_key;
+static __thread pid_t tls_tid;           /* 0: this thread has not launched yet (or was forked) */
+static __thread ptx_fault_info tls_last_fault;
+static __thread int tls_last_faulted;
+
+static void fault_chain(int sig, siginfo_t *si, void *uc) {
+    struct sigaction *prev = &fault_prev[sig == SIGBUS];
+    if (prev->sa_flags & SA_SIGINFO) {
+        prev->sa_sigaction(sig, si, uc);
+        return;
+    }
+    if (prev->sa_handler == SIG_IGN && si->si_code <= 0) return;   /* a sent signal, ignored as before */
+    if (prev->sa_handler == SIG_DFL || prev->sa_handler == SIG_IGN) {
+        /* The default action, as if we had never been installed: a fault re-executes the instruction
+           and dies of it (the kernel overrides SIG_IGN for faults); a sent signal is sent again and
+           stays pending until this handler returns. */
+        struct sigaction dfl;
+        memset(&dfl, 0, sizeof dfl);
+        dfl.sa_handler = SIG_DFL;
+        sigaction(sig, &dfl, NULL);
+        if (si->si_code <= 0) raise(sig);
+        return;
+    }
+    prev->sa_handler(sig);
+}
+
+static struct slot *slot_of_thread(pid_t tid) {
+    struct slot *slots = __atomic_load_n(&P.slots, __ATOMIC_ACQUIRE);
+    if (!slots || !__atomic_load_n(&P.ready, __ATOMIC_ACQUIRE)) return NULL;
+    for (uint32_t i = 0; i < P.nworkers; i++)
+        if (atomic_load_explicit(&slots[i].tid, memory_order_relaxed) == tid) return &slots[i];
+    return NULL;
+}
+
+static void fault_handler(int sig, siginfo_t *si, void *ucv) {
+    int saved_errno = errno;
+    ucontext_t *uc = ucv;
+    /* A fault from the hardware, or a handler installed after ours re-raising it (faulthandler does:
+       it restores its predecessor, ours, and raise()s). A kill from elsewhere is not ours. */
+    int genuine = si->si_code > 0;
+    int reraised = si->si_code == SI_TKILL && si->si_pid == getpid();
+    struct slot *s = (genuine || reraised) ? slot_of_thread((pid_t)syscall(SYS_gettid)) : NULL;
+    struct fault_target *t = s ? s->armed : NULL;
+    if (t && !tls_in_heap) {         /* TLS is safe here: this thread ran blocks, so it has ours */
+        s->armed = NULL;             /* a fault before the landing re-arms goes to the chain */
+        t->signo = sig;
+        t->code = si->si_code;
+        /* x86-64 reports a non-canonical address as a general protection fault: SI_KERNEL, no address */
+        t->addr = genuine && si->si_code != SI_KERNEL ? (uint64_t)(uintptr_t)si->si_addr : 0;
+        t->pc = 0;
+        t->access = 0;
+#if defined(__x86_64__)
+        t->pc = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
+        /* the page-fault error code: bit 1 = write */
+        if (genuine && sig == SIGSEGV && si->si_code != SI_KERNEL)
+            t->access = (uc->uc_mcontext.gregs[REG_ERR] & 2) ? 2 : 1;
+#elif defined(__aarch64__)
+        t->pc = (uint64_t)uc->uc_mcontext.pc;
+#endif
+        /* sigsetjmp(.., 0) did not save the mask: put back the one the fault interrupted (the handler
+           runs with SIGSEGV/SIGBUS blocked, and a blocked SIGSEGV on the next fault kills the process) */
+        pthread_sigmask(SIG_SETMASK, &uc->uc_sigmask, NULL);
+        errno = saved_errno;
+        siglongjmp(t->jb, 1);
+    }
+    if (t) {
+        static const char msg[] = "ptxrt: a kernel faulted inside malloc/free (heap corrupt?): not recoverable\n";
+        ssize_t w = write(2, msg, sizeof msg - 1);
+        (void)w;
+    }
+    errno = saved_errno;
+    fault_chain(sig, si, ucv);
+}
+
+static void altstack_free(void *p) {
+    stack_t cur;
+    if (sigaltstack(NULL, &cur) == 0 && cur.ss_sp == (uint8_t *)p + 4096 && !(cur.ss_flags & SS_ONSTACK)) {
+        stack_t off = {.ss_flags = SS_DISABLE};
+        sigaltstack(&off, NULL);
+    }
+    munmap(p, ALTSTACK_BYTES + 4096);
+}
+
+/* An alternate signal stack for the calling thread, unless it has one. `owned`: free it at thread exit. */
+static void altstack_ensure(int owned) {
+    stack_t cur;
+    if (sigaltstack(NULL, &cur) == 0 && !(cur.ss_flags & SS_DISABLE) && cur.ss_size >= 8192) return;
+    uint8_t *p = mmap(NULL, ALTSTACK_BYTES + 4096, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    if (p == MAP_FAILED) return;
+    mprotect(p, 4096, PROT_NONE);    /* guard: an overflowing handler faults instead of corrupting */
+    stack_t ss = {.ss_sp = p + 4096, .ss_size = ALTSTACK_BYTES, .ss_flags = 0};
+    if (sigaltstack(&ss, NULL) != 0) {
+        munmap(p, ALTSTACK_BYTES + 4096);
+        return;
+    }
+    if (owned) pthread_setspecific(altstack_key, p);
+}
+
+static void fault_install(void) {
+    const char *e = getenv("PTXRT_CATCH_FAULTS");
+    if (e && e[0] == '0') return;
+    if (pthread_key_create(&altstack_key, altstack_free)) return;
+    struct sigaction act;
+    memset(&act, 0, sizeof act);
+    act.sa_sigaction = fault_handler;
+    act.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&act.sa_mask);
+    if (sigaction(SIGSEGV, &act, &fault_prev[0])) return;
+    if (sigaction(SIGBUS, &act, &fault_prev[1])) {
+        sigaction(SIGSEGV, &fault_prev[0], NULL);
+        return;
+    }
+    __atomic_store_n(&fault_enabled, 1, __ATOMIC_RELEASE);
+}
+
+/* Called by every thread before it runs blocks: its id for the handler, its TLS allocated now (not
+   in the handler), its alternate signal stack. `helper`: a pool thread (lives as long as the process). */
+static void fault_thread_prepare(int helper) {
+    if (tls_tid) return;
+    tls_tid = (pid_t)syscall(SYS_gettid);
+    tls_in_heap = 0;
+    if (helper)
+        altstack_ensure(0);          /* always: the pool may start before the handler is installed */
+    else if (__atomic_load_n(&fault_enabled, __ATOMIC_ACQUIRE))
+        altstack_ensure(1);
+}
+
+/* The landing side, back on the kernel's stack: the first fault of a launch is the one reported. */
+static void fault_record(struct job *j, struct slot *s, struct fault_target *t) {
+    if (!atomic_exchange(&j->fault_taken, 1)) {
+        j->fault = (ptx_fault_info){.addr = t->addr, .pc = t->pc, .first_block = t->first,
+                                    .last_block = t->last, .signo = t->signo, .code = t->code,
+                                    .access = t->access, .worker_id = s->id};
+    }
+    set_flag(&j->st, ST_FAULT);
+}
+
+int32_t ptx_rt_last_fault(ptx_fault_info *out) {
+    if (!tls_last_faulted) return -1;
+    if (out) *out = tls_last_fault;
+    return 0;
 }
 
 /* ------------------------------------------------------------------ per-worker buffers */
@@ -286,13 +480,21 @@ static int slot_prepare(struct slot *s, struct job *j) {
 /* ------------------------------------------------------------------ running blocks */
 
 static void run_chunks(struct slot *s, struct job *j) {
+    if (sigsetjmp(s->ft.jb, 0)) {    /* a block faulted (fault_handler jumped here): this worker stops */
+        fault_record(j, s, &s->ft);
+        return;
+    }
     for (;;) {
         if (atomic_load_explicit(&j->st.stop, memory_order_relaxed)) return;
         uint64_t b = atomic_fetch_add_explicit(&j->next, j->chunk, memory_order_relaxed);
         if (b >= j->nblocks) return;
         uint64_t e = b + j->chunk < j->nblocks ? b + j->chunk : j->nblocks;
         pb_begin(&s->pb, b);
+        s->ft.first = b;
+        s->ft.last = e;
+        s->armed = &s->ft;
         int32_t r = j->fn(&j->L, b, e, &s->W);
+        s->armed = NULL;
         if (r) record_ret(&j->st, r);
     }
 }
@@ -300,7 +502,14 @@ static void run_chunks(struct slot *s, struct job *j) {
 static void fiber_entry(void *arg) {
     struct fiber *f = arg;
     struct job *j = &P.job;
-    f->ret = j->fn(&j->L, f->block, f->block + 1, &f->W);
+    /* on the fiber's own stack, so a fault lands in this frame whichever context is current;
+       run_cooperative arms f->ft each time it switches to the fiber */
+    if (sigsetjmp(f->ft.jb, 0) == 0) {
+        f->ret = j->fn(&j->L, f->block, f->block + 1, &f->W);
+    } else {
+        fault_record(j, f->ctx.slot, &f->ft);
+        f->ret = PTXRT_FAULT;
+    }
     f->done = 1;
     ctx_switch(&f->uc, &f->ctx.slot->sched);   /* never resumed */
     abort();
@@ -378,7 +587,11 @@ static void run_cooperative(struct slot *s, struct job *j) {
         if (!f) f = ready_pop(s);
         if (!f) break;
         pb_begin(&s->pb, (uint64_t)f->W.grid_phase * j->nblocks + f->block);
+        f->ft.first = f->block;
+        f->ft.last = f->block + 1;
+        s->armed = &f->ft;
         ctx_switch(&s->sched, &f->uc);
+        s->armed = NULL;
         if (f->done) {
             if (f->ret) record_ret(&j->st, f->ret);
             coop_arrive(j, 1);
@@ -407,7 +620,15 @@ static void *helper_main(void *arg) {
     struct slot *s = arg;
     sigset_t all;
     sigfillset(&all);
+    /* Faults must stay deliverable: the kernel kills the process outright on a blocked SIGSEGV/SIGBUS
+       (so would it on FPE/ILL; unblocked, the process's own handlers, e.g. faulthandler, still see them) */
+    sigdelset(&all, SIGSEGV);
+    sigdelset(&all, SIGBUS);
+    sigdelset(&all, SIGFPE);
+    sigdelset(&all, SIGILL);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
+    fault_thread_prepare(1);
+    atomic_store(&s->tid, tls_tid);
     uint32_t seen = atomic_load(&P.gen);
     for (;;) {
         uint32_t g = atomic_load(&P.gen);
@@ -455,6 +676,7 @@ static void after_fork_child(void) {
     pthread_mutex_init(&P.launch_mu, NULL);
     P.ready = 0;
     P.slots = NULL;
+    tls_tid = 0;                     /* the child's thread has a new id */
     atomic_store(&P.state, 0);
     atomic_store(&P.sleepers, 0);
 }
@@ -652,9 +874,14 @@ int32_t ptx_rt_launch_ex(ptx_block_fn fn, const uint8_t *params,
                          uint32_t static_shared, uint32_t dyn_shared, uint32_t frame_bytes,
                          uint32_t flags) {
     if (!fn || !gx || !gy || !gz || !bx || !by || !bz) return PTXRT_BAD_LAUNCH;
+    pthread_once(&fault_once, fault_install);
     if (pool_init()) return PTXRT_BAD_LAUNCH;
+    fault_thread_prepare(0);
+    tls_last_faulted = 0;
     pthread_mutex_lock(&P.launch_mu);
+    atomic_store_explicit(&P.slots[0].tid, tls_tid, memory_order_relaxed);   /* we run slot 0's blocks */
     struct job *j = &P.job;
+    atomic_store_explicit(&j->fault_taken, 0, memory_order_relaxed);
     j->fn = fn;
     j->flags = flags;
     j->L.params = params;
@@ -710,8 +937,12 @@ int32_t ptx_rt_launch_ex(ptx_block_fn fn, const uint8_t *params,
     if (coop) teardown_cooperative(j);
     flush_printf();
     uint32_t f = atomic_load(&j->st.flags);
-    int32_t status = (f & ST_ASSERT) ? PTXRT_ASSERT : (f & ST_TRAP) ? PTXRT_TRAP
-                   : (f & ST_BAD) ? PTXRT_BAD_LAUNCH : PTXRT_OK;
+    int32_t status = (f & ST_ASSERT) ? PTXRT_ASSERT : (f & ST_FAULT) ? PTXRT_FAULT
+                   : (f & ST_TRAP) ? PTXRT_TRAP : (f & ST_BAD) ? PTXRT_BAD_LAUNCH : PTXRT_OK;
+    if (status == PTXRT_FAULT) {
+        tls_last_fault = j->fault;
+        tls_last_faulted = 1;
+    }
     pthread_mutex_unlock(&P.launch_mu);
     return status;
 }
@@ -763,16 +994,36 @@ void ptx_rt_assertfail(ptx_worker *W, const char *msg, const char *file, uint32_
     static const uint32_t zero[3] = {0, 0, 0};
     if (!ctaid) ctaid = zero;
     if (!tid) tid = zero;
-    fprintf(stderr, "%s:%u: %s: block: [%u,%u,%u], thread: [%u,%u,%u] Assertion `%s` failed.\n",
-            file ? file : "", line, func ? func : "", ctaid[0], ctaid[1], ctaid[2], tid[0], tid[1],
-            tid[2], msg ? msg : "");
+    /* formatted first: a wild string pointer faults here, where no lock is held, not inside fprintf
+       with stderr's lock taken */
+    char text[4096];
+    int n = snprintf(text, sizeof text, "%s:%u: %s: block: [%u,%u,%u], thread: [%u,%u,%u] Assertion `%s` failed.\n",
+                     file ? file : "", line, func ? func : "", ctaid[0], ctaid[1], ctaid[2], tid[0], tid[1],
+                     tid[2], msg ? msg : "");
+    if (n >= (int)sizeof text) {
+        n = (int)sizeof text - 1;
+        text[n - 1] = '\n';
+    }
+    tls_in_heap++;
+    if (n > 0) fwrite(text, 1, (size_t)n, stderr);
     fflush(stderr);
+    tls_in_heap--;
     if (W && W->state) set_flag(W->state, ST_ASSERT);
 }
 
-void *ptx_rt_malloc(uint64_t size) { return malloc(size ? size : 1); }
+/* tls_in_heap: a fault in here is not recovered (see "memory faults in kernels") */
+void *ptx_rt_malloc(uint64_t size) {
+    tls_in_heap++;
+    void *p = malloc(size ? size : 1);
+    tls_in_heap--;
+    return p;
+}
 
-void ptx_rt_free(void *p) { free(p); }
+void ptx_rt_free(void *p) {
+    tls_in_heap++;
+    free(p);
+    tls_in_heap--;
+}
 
 uint64_t ptx_rt_globaltimer(void) { return now_ns(CLOCK_REALTIME); }
 
@@ -972,7 +1223,9 @@ int32_t ptx_rt_vprintf(ptx_worker *W, const char *fmt, const uint8_t *args) {
     if (!pb->seg_open) {
         if (pb->nseg == pb->capseg) {
             size_t cap = pb->capseg ? pb->capseg * 2 : 64;
+            tls_in_heap++;
             struct print_seg *n = realloc(pb->segs, cap * sizeof *n);
+            tls_in_heap--;
             if (!n) return -2;
             pb->segs = n;
             pb->capseg = cap;

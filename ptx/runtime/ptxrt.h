@@ -39,7 +39,8 @@ typedef struct ptx_worker {
 typedef int32_t (*ptx_block_fn)(const ptx_launch *L, uint64_t first, uint64_t last, ptx_worker *W);
 
 /* Run a whole grid on the persistent pool; the calling thread participates. Safe to call from several
-   threads at once (launches are serialised on one pool). Returns 0, PTXRT_TRAP or PTXRT_ASSERT. */
+   threads at once (launches are serialised on one pool). Returns 0, PTXRT_TRAP, PTXRT_ASSERT,
+   PTXRT_BAD_LAUNCH or PTXRT_FAULT (below). */
 #define PTXRT_OK 0
 #define PTXRT_TRAP 1
 #define PTXRT_ASSERT 2
@@ -103,6 +104,27 @@ extern void *const ptx_rt_membase;
    cost about a microsecond (ucontext). */
 int32_t  ptx_rt_grid_sync(ptx_worker *W);
 void     ptx_rt_yield(ptx_worker *W);
+
+/* Memory faults in kernels. A block that dereferences a wild pointer (SIGSEGV/SIGBUS on its worker)
+   does not kill the process: the runtime's signal handler (installed at the first launch, chaining to
+   whatever handler was there for every other fault) jumps back to the worker, the launch stops handing
+   out blocks and returns PTXRT_FAULT, as a GPU reports an illegal address. Faults inside the runtime's
+   malloc/free on a kernel's behalf are not recovered (the heap lock may be held): they crash as before.
+   PTXRT_CATCH_FAULTS=0 disables the handler (core dumps / debuggers see the original fault). */
+#define PTXRT_FAULT 4
+typedef struct ptx_fault_info {
+    uint64_t addr;                  /* the faulting address (si_addr; 0 when the kernel gives none,
+                                       e.g. a non-canonical x86-64 address) */
+    uint64_t pc;                    /* the faulting instruction, 0 if unknown */
+    uint64_t first_block, last_block;  /* linear blocks [first, last) the faulting call was running */
+    int32_t signo;                  /* SIGSEGV or SIGBUS */
+    int32_t code;                   /* si_code (SEGV_MAPERR, SEGV_ACCERR, BUS_ADRERR, ...) */
+    int32_t access;                 /* 1 read, 2 write, 0 unknown */
+    uint32_t worker_id;
+} ptx_fault_info;
+/* The first fault of the last launch made by the calling thread that returned PTXRT_FAULT:
+   returns 0 and fills *out, or -1 when that launch did not fault. */
+int32_t ptx_rt_last_fault(ptx_fault_info *out);
 
 /* Environment: PTXRT_THREADS=n (workers; default: the usable cores, i.e. the affinity mask capped by
    a cgroup v2 CPU quota), PTXRT_SPIN_US=us (how long idle workers spin before parking, default 200),
