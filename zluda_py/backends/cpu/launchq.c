@@ -228,3 +228,66 @@ void zq_wait(uint64_t ticket, uint64_t spin_ns) {
 
 /* The address of the done counter: Python reads it without a call (an aligned 64-bit load). */
 _Atomic uint64_t *zq_done_address(void) { return &Q.done; }
+
+/* ------------------------------------------------------------------ parking Python worker threads */
+
+/* A pool thread of workers.py waits here, GIL released, for its next task. A task that a synchronizing
+   host thread may take over itself (a stream's queue) comes with a claim word: 0 open, 1 taken by the
+   host, 2 taken by this worker. The worker then waits up to grace_ns for the host before taking it, and
+   when the host took it, goes back to waiting without ever touching the GIL. */
+struct zq_slot {
+    _Atomic uint32_t seq;                    /* bumped by every zq_post */
+    _Atomic uint32_t asleep;
+    _Atomic(_Atomic uint32_t *) claim;       /* the posted task's claim word, or NULL */
+};
+
+void zq_post(struct zq_slot *s, uint32_t *claim) {
+    atomic_store(&s->claim, (_Atomic uint32_t *)claim);
+    atomic_fetch_add(&s->seq, 1);
+    if (atomic_load(&s->asleep)) futex_wake_all(&s->seq);
+}
+
+/* Claim word transition old -> new; 1 when this call made it. */
+int zq_cas(uint32_t *claim, uint32_t old, uint32_t new_) {
+    return atomic_compare_exchange_strong((_Atomic uint32_t *)claim, &old, new_);
+}
+
+/* 1: a task was posted (and is this worker's to run); 0: timeout_ns (0: none) passed with nothing. */
+int zq_park(struct zq_slot *s, uint32_t seen, uint64_t spin_ns, uint64_t timeout_ns, uint64_t grace_ns) {
+    uint64_t start = now_ns();
+    for (;;) {
+        unsigned spins = 0;
+        while (atomic_load(&s->seq) == seen) {
+            uint64_t t = (++spins & 7) ? 0 : now_ns();
+            if (spins & 7) {
+                cpu_relax();
+                continue;
+            }
+            sched_yield();
+            if (t - start < spin_ns) continue;
+            if (timeout_ns && t - start >= timeout_ns) return 0;
+            atomic_store(&s->asleep, 1);
+            if (atomic_load(&s->seq) == seen) {
+                if (timeout_ns) {
+                    uint64_t left = timeout_ns - (t - start);
+                    struct timespec ts = {(time_t)(left / 1000000000u), (long)(left % 1000000000u)};
+                    syscall(SYS_futex, (uint32_t *)&s->seq, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
+                } else {
+                    futex_wait(&s->seq, seen);
+                }
+            }
+            atomic_store(&s->asleep, 0);
+        }
+        seen = atomic_load(&s->seq);
+        _Atomic uint32_t *claim = atomic_load(&s->claim);
+        if (!claim) return 1;
+        uint64_t t0 = now_ns();
+        unsigned n = 0;
+        while (atomic_load(claim) == 0 && ((++n & 7) || now_ns() - t0 < grace_ns))
+            if (n & 7) cpu_relax(); else sched_yield();
+        uint32_t open = 0;
+        if (atomic_compare_exchange_strong(claim, &open, 2)) return 1;
+        /* the host ran it and has put this worker back on the idle list: wait for the next post */
+        start = now_ns();
+    }
+}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import subprocess
 import tempfile
 import threading
@@ -28,6 +29,9 @@ ffi.cdef("""
                        uint32_t frame_bytes, uint32_t flags, uint64_t *state);
     void zq_wait(uint64_t ticket, uint64_t spin_ns);
     uint64_t *zq_done_address(void);
+    void zq_post(uint64_t *slot, uint32_t *claim);
+    int zq_cas(uint32_t *claim, uint32_t old, uint32_t new_);
+    int zq_park(uint64_t *slot, uint32_t seen, uint64_t spin_ns, uint64_t timeout_ns, uint64_t grace_ns);
 """)
 
 _lock = threading.Lock()
@@ -51,8 +55,8 @@ def _build() -> Path:
     src = HERE / "launchq.c"
     digest = hashlib.sha256(src.read_bytes() + " ".join(CFLAGS).encode()).hexdigest()[:16]
     name = f"liblaunchq-{digest}.so"
-    from ptx.runtime.build import _candidate_dirs, _compiler, _writable_dir
-    dirs = [HERE / "_build"] + _candidate_dirs()[1:]
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    dirs = [HERE / "_build", Path(cache) / "zluda-py", Path(tempfile.gettempdir()) / f"zluda-py-{os.getuid()}"]
     for d in dirs:
         if (d / name).is_file():
             return d / name
@@ -62,7 +66,8 @@ def _build() -> Path:
     fd, tmp = tempfile.mkstemp(prefix=name + ".", suffix=".tmp", dir=target_dir)
     os.close(fd)
     try:
-        cmd = [_compiler(), *CFLAGS, str(src), "-o", tmp]
+        cmd = [os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or "cc", *CFLAGS, str(src),
+               "-o", tmp]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             raise OSError(f"{' '.join(cmd)} failed:\n{proc.stderr}")
@@ -73,25 +78,56 @@ def _build() -> Path:
     return target_dir / name
 
 
+def _writable_dir(d: Path) -> bool:
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return False
+    return os.access(d, os.W_OK | os.X_OK)
+
+
 def get():
-    """The loaded library (zq_* functions), or None: streams then run launches on their Python workers."""
+    """The loaded library (zq_* functions), or None: pool threads then park on Python locks."""
     global _lib, _failed, DONE
     if _lib is not None or _failed:
         return _lib
     with _lock:
         if _lib is None and not _failed:
             try:
+                lib = ffi.dlopen(str(_build()))
+                DONE = lib.zq_done_address()
+                _lib = lib
+            except Exception as e:  # noqa: BLE001 - the Python path still works
+                log.error(f"native launch queue unavailable, streams run all work on Python threads: {e}")
+                _failed = True
+    return _lib
+
+
+_launcher = None
+_launcher_failed = False
+
+
+def launcher():
+    """The library, told the runtime's entry points (loads ptx.runtime): None when launches must take the
+    Python path."""
+    global _launcher, _launcher_failed
+    if _launcher is not None or _launcher_failed:
+        return _launcher
+    lib = get()
+    with _lock:
+        if _launcher is None and not _launcher_failed:
+            try:
+                if lib is None:
+                    raise OSError("launchq.c could not be built")
                 import ctypes
                 from ptx import runtime
                 rt = runtime.library()
                 launch_ex = ctypes.cast(rt.ptx_rt_launch_ex, ctypes.c_void_p).value
                 last_fault = getattr(rt, "ptx_rt_last_fault", None)
                 last_fault = ctypes.cast(last_fault, ctypes.c_void_p).value if last_fault is not None else 0
-                lib = ffi.dlopen(str(_build()))
                 lib.zq_init(launch_ex, last_fault or 0, SPIN_NS)
-                DONE = lib.zq_done_address()
-                _lib = lib
+                _launcher = lib
             except Exception as e:  # noqa: BLE001 - the Python path still works
                 log.error(f"native launch queue unavailable, launches take the Python path: {e}")
-                _failed = True
-    return _lib
+                _launcher_failed = True
+    return _launcher

@@ -96,11 +96,14 @@ class CpuStream(BackendStream):
         self._lock = threading.Lock()
         self._drained = None     # a Condition on _lock, made by the first synchronize that has to wait
         self._tasks: deque = deque()
-        self._busy = False       # a pool thread owns the queue (set and cleared under _lock)
+        self._busy = False       # the queue has a drain scheduled or running (set and cleared under _lock)
+        self._claimed = False    # a thread is running the drain: the pool's, or a synchronize that took it
         self._waiting = 0
         self._ticket = 0         # native launch-queue ticket that later work must wait for
         self._state = None       # uint64_t[2] the native queue writes a fault to: (status, kernel address)
         self._reported = False   # what on_busy was last told
+        self._worker = None      # the parked pool thread the drain was posted to, while it may be taken back
+        self._claim = None       # its claim word (workers.py)
 
     def __del__(self):
         if self._state is not None and self._ticket > launchq.DONE[0]:
@@ -115,7 +118,9 @@ class CpuStream(BackendStream):
 
     def enqueue(self, fn, inline: bool = False) -> None:
         """Queue fn (no arguments) behind earlier work. inline=True lets an idle stream run it right here,
-        under the lock so that concurrent enqueuers line up behind it."""
+        under the lock so that concurrent enqueuers line up behind it. Otherwise the pool thread that gets
+        the queue first waits a little (workers.GRACE_NS) for a synchronize to take the queue over: the
+        host, which would only wait, then runs it itself, without a thread hop."""
         with self._lock:
             if not self._busy:
                 if inline and self._ticket <= launchq.DONE[0]:
@@ -124,7 +129,13 @@ class CpuStream(BackendStream):
                 self._busy = True
                 self._set_busy(True)
                 self._tasks.append(fn)
-                POOL.submit(self._drain)
+                claim = None
+                if launchq._lib is not None:
+                    claim = self._claim
+                    if claim is None:
+                        claim = self._claim = libc.ffi.new("uint32_t[1]")
+                    claim[0] = 0
+                self._worker = POOL.submit(self._pool_drain, claim)
                 return
             self._tasks.append(fn)
 
@@ -163,7 +174,15 @@ class CpuStream(BackendStream):
                 err = CudaError(_FAULT_CODES[kind], f"kernel {name} stopped: {what}")
             self._report(err)
 
+    def _pool_drain(self) -> None:
+        with self._lock:
+            if self._claimed or not self._busy:
+                return          # a synchronize ran the queue itself before this thread got to it
+            self._claimed = True
+        self._drain()
+
     def _drain(self) -> None:
+        """Run the queue to its end; the caller has claimed it."""
         t = self._ticket
         if t > launchq.DONE[0]:
             launchq.wait(t)         # native launches queued before this Python work
@@ -172,7 +191,8 @@ class CpuStream(BackendStream):
         while True:
             with self._lock:
                 if not self._tasks:
-                    self._busy = False
+                    self._busy = self._claimed = False
+                    self._worker = None
                     self._set_busy(False)
                     if self._waiting:
                         self._drained.notify_all()
@@ -180,7 +200,6 @@ class CpuStream(BackendStream):
                 fn = self._tasks.popleft()
             self._run(fn)
             del fn
-
 
     # --- BackendStream ---------------------------------------------------------------------------------
     def copy(self, dst: int, src: int, size: int) -> bool:
@@ -213,7 +232,7 @@ class CpuStream(BackendStream):
                cooperative: bool = False) -> None:
         native = getattr(function, "native", None)
         if native is not None and not self._busy:
-            q = launchq._lib or launchq.get()
+            q = launchq._launcher or launchq.launcher()
             if q is not None and self._submit(q, native, function, grid, block, shared_bytes, params,
                                               cooperative):
                 return
@@ -316,6 +335,18 @@ class CpuStream(BackendStream):
         return True
 
     def synchronize(self) -> None:
+        if self._busy:
+            with self._lock:
+                steal = self._busy and not self._claimed
+                if steal:
+                    self._claimed = True
+                    if self._worker is not None:    # spare that thread the GIL round trip
+                        POOL.take_back(self._worker, self._claim)
+                        self._worker = None
+            # Work no pool thread has started yet runs here: this thread would only wait for it, and a
+            # thread hop costs more than a small host function (it still runs in stream order).
+            if steal:
+                self._drain()
         if self._busy:
             with self._lock:
                 if self._drained is None:
