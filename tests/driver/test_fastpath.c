@@ -449,6 +449,31 @@ static void part_contexts(void)
     OK(cuCtxSetCurrent(primary));
 }
 
+/* While a stream captures, copies go through Python: a _ptds copy on the capturing per-thread stream is
+ * recorded into the graph (it runs when the graph is launched), not done at once. */
+static void part_capture(void)
+{
+    CUdeviceptr a;
+    CUgraph graph;
+    CUgraphExec exec;
+    uint32_t word = 0x1234, out = 0;
+    OK(cuMemAlloc(&a, 64));
+    OK(cuMemsetD32(a, 0, 16));
+    OK(cuStreamBeginCapture(CU_STREAM_PER_THREAD, CU_STREAM_CAPTURE_MODE_RELAXED));
+    OK(cuMemcpyHtoD_v2_ptds(a, &word, 4));
+    OK(cuStreamEndCapture(CU_STREAM_PER_THREAD, &graph));
+    OK(cuMemcpyDtoH(&out, a, 4));
+    CHECK(out == 0);
+    OK(cuGraphInstantiate(&exec, graph, 0));
+    OK(cuGraphLaunch(exec, CU_STREAM_PER_THREAD));
+    OK(cuStreamSynchronize(CU_STREAM_PER_THREAD));
+    OK(cuMemcpyDtoH(&out, a, 4));
+    CHECK(out == 0x1234);
+    OK(cuGraphExecDestroy(exec));
+    OK(cuGraphDestroy(graph));
+    OK(cuMemFree(a));
+}
+
 /* Best of 5 rounds: well under the microsecond the trip into Python alone costs. */
 static void part_speed(void)
 {
@@ -483,7 +508,8 @@ int main(int argc, char **argv)
     static const struct { const char *name; void (*fn)(void); } parts[] = {
         {"values", part_values}, {"errors", part_errors}, {"visibility", part_visibility},
         {"ordering", part_ordering}, {"sticky", part_sticky}, {"threads", part_threads},
-        {"leaks", part_leaks}, {"contexts", part_contexts}, {"speed", part_speed},
+        {"leaks", part_leaks}, {"contexts", part_contexts}, {"capture", part_capture},
+        {"speed", part_speed},
     };
     int ran = 0;
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
