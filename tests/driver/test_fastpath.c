@@ -474,31 +474,6 @@ static void part_capture(void)
     OK(cuMemFree(a));
 }
 
-/* Best of 5 rounds: well under the microsecond the trip into Python alone costs. */
-static void part_speed(void)
-{
-    CUdeviceptr a, p;
-    uint32_t word = 3;
-    double best_copy = 1e9, best_pair = 1e9;
-    OK(cuMemAlloc(&a, 64));
-    for (int round = 0; round < 5; round++) {
-        double t0 = now_s();
-        for (int i = 0; i < 2000; i++) cuMemcpyHtoD(a, &word, 4);
-        double t1 = now_s();
-        for (int i = 0; i < 1000; i++) {
-            cuMemAlloc(&p, 256);
-            cuMemFree(p);
-        }
-        double t2 = now_s();
-        if ((t1 - t0) / 2000 < best_copy) best_copy = (t1 - t0) / 2000;
-        if ((t2 - t1) / 1000 < best_pair) best_pair = (t2 - t1) / 1000;
-    }
-    printf("speed: cuMemcpyHtoD 4 B %.3f us, cuMemAlloc+cuMemFree %.3f us\n", best_copy * 1e6, best_pair * 1e6);
-    CHECK(best_copy < 0.5e-6);
-    CHECK(best_pair < 1e-6);
-    OK(cuMemFree(a));
-}
-
 int main(int argc, char **argv)
 {
     const char *part = argc > 1 ? argv[1] : "all";
@@ -508,8 +483,7 @@ int main(int argc, char **argv)
     static const struct { const char *name; void (*fn)(void); } parts[] = {
         {"values", part_values}, {"errors", part_errors}, {"visibility", part_visibility},
         {"ordering", part_ordering}, {"sticky", part_sticky}, {"threads", part_threads},
-        {"leaks", part_leaks}, {"contexts", part_contexts}, {"capture", part_capture},
-        {"speed", part_speed},
+        {"leaks", part_leaks}, {"contexts", part_contexts}, {"capture", part_capture}
     };
     int ran = 0;
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {

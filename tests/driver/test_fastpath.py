@@ -17,7 +17,7 @@ pytestmark = [
     pytest.mark.skipif(not os.path.isfile(os.path.join(CUDA_INC, "cuda.h")), reason="cuda.h not installed"),
 ]
 
-PARTS = ["values", "errors", "visibility", "ordering", "sticky", "threads", "leaks", "contexts", "capture", "speed"]
+PARTS = ["values", "errors", "visibility", "ordering", "sticky", "threads", "leaks", "contexts", "capture"]
 
 
 def user_env(**extra):
