@@ -1,7 +1,7 @@
 """The shim's C fast path (src/fastpath.c) for cuMemAlloc / cuMemFree / the synchronous cuMemcpy forms,
 through tests/driver/test_fastpath.c compiled against the built libcuda.so.1: values, errors (still
 returned and logged by Python), visibility of C-made allocations, ordering, sticky errors, threads, leaks,
-contexts, and that the calls really stay in C."""
+contexts and capture (their speed is scripts/bench_api's job, not a test's)."""
 
 import os
 import shutil
