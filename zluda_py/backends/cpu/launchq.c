@@ -48,6 +48,7 @@ static struct {
     _Atomic uint32_t work_word;              /* futex: bumped by every submit */
     _Atomic uint32_t launcher_asleep;
     int started;
+    int running;                             /* under mu: a thread is running a launch */
     launch_ex_fn launch;
     last_fault_fn last_fault;
     uint64_t spin_ns;
@@ -67,15 +68,50 @@ static void futex_wake_all(_Atomic uint32_t *addr) {
     syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 }
 
-static struct item *take(void) {
+/* The next queued launch, when no other thread is running one and (limit != 0) ticket `limit` has not run
+   yet: the caller then runs it (run_item). Launches run one at a time, in ticket order, on the launcher
+   or on a host thread waiting for one (zq_wait), whichever comes first. */
+static struct item *take(uint64_t limit) {
+    struct item *it = NULL;
     pthread_mutex_lock(&Q.mu);
-    struct item *it = Q.head;
-    if (it) {
+    if (Q.head && !Q.running && (!limit || atomic_load(&Q.done) < limit)) {
+        it = Q.head;
         Q.head = it->next;
         if (!Q.head) Q.tail = NULL;
+        Q.running = 1;
     }
     pthread_mutex_unlock(&Q.mu);
     return it;
+}
+
+static void run_item(struct item *it) {
+    uint64_t *st = it->state;
+    if (!__atomic_load_n(&st[0], __ATOMIC_ACQUIRE)) {
+        int32_t r = Q.launch(it->fn, it->params, it->dims[0], it->dims[1], it->dims[2], it->dims[3],
+                             it->dims[4], it->dims[5], it->static_shared, it->dyn_shared,
+                             it->frame_bytes, it->flags);
+        if (r) {
+            st[1] = (uint64_t)(uintptr_t)it->fn;
+            st[2] = it->dims[0];
+            st[3] = it->dims[1];
+            /* a memory fault's details are the launching thread's, i.e. ours: copied out for the host */
+            if (Q.last_fault && Q.last_fault(&st[4]) != 0) memset(&st[4], 0, 6 * sizeof st[0]);
+            __atomic_store_n(&st[0], (uint64_t)(uint32_t)r, __ATOMIC_RELEASE);
+        }
+    }
+    free(it);
+    pthread_mutex_lock(&Q.mu);
+    uint64_t d = atomic_load_explicit(&Q.done, memory_order_relaxed) + 1;
+    atomic_store(&Q.done, d);
+    atomic_store(&Q.done_word, (uint32_t)d);
+    Q.running = 0;
+    int more = Q.head != NULL;
+    pthread_mutex_unlock(&Q.mu);
+    if (atomic_load(&Q.done_waiters)) futex_wake_all(&Q.done_word);
+    if (more) {     /* a host thread ran this one: the launcher takes the rest */
+        atomic_fetch_add(&Q.work_word, 1);
+        if (atomic_load(&Q.launcher_asleep)) futex_wake_all(&Q.work_word);
+    }
 }
 
 static void *launcher_main(void *arg) {
@@ -91,7 +127,7 @@ static void *launcher_main(void *arg) {
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     for (;;) {
         uint32_t seen = atomic_load(&Q.work_word);
-        struct item *it = take();
+        struct item *it = take(0);
         if (!it) {
             /* A host loop of launch + synchronize submits again within microseconds: poll a little before
                sleeping so the next launch starts at once, then cost nothing while idle. The polls yield:
@@ -110,25 +146,7 @@ static void *launcher_main(void *arg) {
             }
             continue;
         }
-        uint64_t *st = it->state;
-        if (!__atomic_load_n(&st[0], __ATOMIC_ACQUIRE)) {
-            int32_t r = Q.launch(it->fn, it->params, it->dims[0], it->dims[1], it->dims[2], it->dims[3],
-                                 it->dims[4], it->dims[5], it->static_shared, it->dyn_shared,
-                                 it->frame_bytes, it->flags);
-            if (r) {
-                st[1] = (uint64_t)(uintptr_t)it->fn;
-                st[2] = it->dims[0];
-                st[3] = it->dims[1];
-                /* a memory fault's details are the launching thread's, i.e. ours: copied out for the host */
-                if (Q.last_fault && Q.last_fault(&st[4]) != 0) memset(&st[4], 0, 6 * sizeof st[0]);
-                __atomic_store_n(&st[0], (uint64_t)(uint32_t)r, __ATOMIC_RELEASE);
-            }
-        }
-        free(it);
-        uint64_t d = atomic_load_explicit(&Q.done, memory_order_relaxed) + 1;
-        atomic_store(&Q.done, d);
-        atomic_store(&Q.done_word, (uint32_t)d);
-        if (atomic_load(&Q.done_waiters)) futex_wake_all(&Q.done_word);
+        run_item(it);
     }
     return NULL;
 }
@@ -138,6 +156,7 @@ static void after_fork_child(void) {
     pthread_mutex_init(&Q.mu, NULL);
     Q.head = Q.tail = NULL;
     Q.started = 0;
+    Q.running = 0;
     atomic_store(&Q.done, Q.submitted);
     atomic_store(&Q.done_word, (uint32_t)Q.submitted);
     atomic_store(&Q.done_waiters, 0);
@@ -205,12 +224,19 @@ uint64_t zq_submit(void *fn, const uint8_t *params, uint32_t nparams, uint32_t g
 
 uint64_t zq_done(void) { return atomic_load(&Q.done); }
 
-/* Block until ticket has run: spin up to spin_ns, then sleep. Called with the GIL released. */
+/* Block until ticket has run: run queued launches up to it here when the launcher has not started them
+   (this thread would only wait), else spin up to spin_ns, then sleep. Called with the GIL released. */
 void zq_wait(uint64_t ticket, uint64_t spin_ns) {
     if (atomic_load(&Q.done) >= ticket) return;
     uint64_t t0 = now_ns();
     unsigned spins = 0;
     while (atomic_load_explicit(&Q.done, memory_order_acquire) < ticket) {
+        struct item *it = take(ticket);
+        if (it) {
+            run_item(it);
+            t0 = now_ns();
+            continue;
+        }
         if (++spins & 7) cpu_relax();
         else sched_yield();     /* the launcher may be waiting for this core */
         if ((spins & 7) == 0 && now_ns() - t0 > spin_ns) {
@@ -229,65 +255,23 @@ void zq_wait(uint64_t ticket, uint64_t spin_ns) {
 /* The address of the done counter: Python reads it without a call (an aligned 64-bit load). */
 _Atomic uint64_t *zq_done_address(void) { return &Q.done; }
 
-/* ------------------------------------------------------------------ parking Python worker threads */
+/* ------------------------------------------------------------------ handing work back to the host */
 
-/* A pool thread of workers.py waits here, GIL released, for its next task. A task that a synchronizing
-   host thread may take over itself (a stream's queue) comes with a claim word: 0 open, 1 taken by the
-   host, 2 taken by this worker. The worker then waits up to grace_ns for the host before taking it, and
-   when the host took it, goes back to waiting without ever touching the GIL. */
-struct zq_slot {
-    _Atomic uint32_t seq;                    /* bumped by every zq_post */
-    _Atomic uint32_t asleep;
-    _Atomic(_Atomic uint32_t *) claim;       /* the posted task's claim word, or NULL */
-};
-
-void zq_post(struct zq_slot *s, uint32_t *claim) {
-    atomic_store(&s->claim, (_Atomic uint32_t *)claim);
-    atomic_fetch_add(&s->seq, 1);
-    if (atomic_load(&s->asleep)) futex_wake_all(&s->seq);
-}
+/* A pool thread (workers.py) given a task a synchronizing host thread may take over comes here first,
+   GIL released. The task's claim word: 0 open, 1 taken back by the host, 2 taken by the pool thread. */
 
 /* Claim word transition old -> new; 1 when this call made it. */
 int zq_cas(uint32_t *claim, uint32_t old, uint32_t new_) {
     return atomic_compare_exchange_strong((_Atomic uint32_t *)claim, &old, new_);
 }
 
-/* 1: a task was posted (and is this worker's to run); 0: timeout_ns (0: none) passed with nothing. */
-int zq_park(struct zq_slot *s, uint32_t seen, uint64_t spin_ns, uint64_t timeout_ns, uint64_t grace_ns) {
-    uint64_t start = now_ns();
-    for (;;) {
-        unsigned spins = 0;
-        while (atomic_load(&s->seq) == seen) {
-            uint64_t t = (++spins & 7) ? 0 : now_ns();
-            if (spins & 7) {
-                cpu_relax();
-                continue;
-            }
-            sched_yield();
-            if (t - start < spin_ns) continue;
-            if (timeout_ns && t - start >= timeout_ns) return 0;
-            atomic_store(&s->asleep, 1);
-            if (atomic_load(&s->seq) == seen) {
-                if (timeout_ns) {
-                    uint64_t left = timeout_ns - (t - start);
-                    struct timespec ts = {(time_t)(left / 1000000000u), (long)(left % 1000000000u)};
-                    syscall(SYS_futex, (uint32_t *)&s->seq, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
-                } else {
-                    futex_wait(&s->seq, seen);
-                }
-            }
-            atomic_store(&s->asleep, 0);
-        }
-        seen = atomic_load(&s->seq);
-        _Atomic uint32_t *claim = atomic_load(&s->claim);
-        if (!claim) return 1;
-        uint64_t t0 = now_ns();
-        unsigned n = 0;
-        while (atomic_load(claim) == 0 && ((++n & 7) || now_ns() - t0 < grace_ns))
-            if (n & 7) cpu_relax(); else sched_yield();
-        uint32_t open = 0;
-        if (atomic_compare_exchange_strong(claim, &open, 2)) return 1;
-        /* the host ran it and has put this worker back on the idle list: wait for the next post */
-        start = now_ns();
+/* Wait up to grace_ns for the host to take the task back; 1: it did not, the caller runs it. */
+int zq_grace(uint32_t *claim, uint64_t grace_ns) {
+    uint64_t t0 = now_ns();
+    unsigned n = 0;
+    while (atomic_load((_Atomic uint32_t *)claim) == 0 && ((++n & 7) || now_ns() - t0 < grace_ns)) {
+        if (n & 7) cpu_relax();
+        else sched_yield();
     }
+    return zq_cas(claim, 0, 2);
 }

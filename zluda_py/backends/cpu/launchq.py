@@ -29,14 +29,13 @@ ffi.cdef("""
                        uint32_t frame_bytes, uint32_t flags, uint64_t *state);
     void zq_wait(uint64_t ticket, uint64_t spin_ns);
     uint64_t *zq_done_address(void);
-    void zq_post(uint64_t *slot, uint32_t *claim);
     int zq_cas(uint32_t *claim, uint32_t old, uint32_t new_);
-    int zq_park(uint64_t *slot, uint32_t seen, uint64_t spin_ns, uint64_t timeout_ns, uint64_t grace_ns);
+    int zq_grace(uint32_t *claim, uint64_t grace_ns);
 """)
 
 _lock = threading.Lock()
 _lib = None
-_failed = False
+_failed = os.environ.get("ZLUDA_CPU_NATIVE_QUEUE", "1") == "0"   # off: the all-Python path (for comparison)
 STATE_WORDS = 10    # a stream's fault record, see zq_submit
 DONE = (0,)         # DONE[0]: tickets run so far; a uint64_t* into the library once it is loaded
 

@@ -102,8 +102,8 @@ class CpuStream(BackendStream):
         self._ticket = 0         # native launch-queue ticket that later work must wait for
         self._state = None       # uint64_t[2] the native queue writes a fault to: (status, kernel address)
         self._reported = False   # what on_busy was last told
-        self._worker = None      # the parked pool thread the drain was posted to, while it may be taken back
-        self._claim = None       # its claim word (workers.py)
+        self._claim = None       # the claim word (workers.py) of the drain given to the pool, when it has one
+        self._host_waits = False  # the host synchronized on this stream's last queue before it ran out
 
     def __del__(self):
         if self._state is not None and self._ticket > launchq.DONE[0]:
@@ -118,9 +118,10 @@ class CpuStream(BackendStream):
 
     def enqueue(self, fn, inline: bool = False) -> None:
         """Queue fn (no arguments) behind earlier work. inline=True lets an idle stream run it right here,
-        under the lock so that concurrent enqueuers line up behind it. Otherwise the pool thread that gets
-        the queue first waits a little (workers.GRACE_NS) for a synchronize to take the queue over: the
-        host, which would only wait, then runs it itself, without a thread hop."""
+        under the lock so that concurrent enqueuers line up behind it. When the host has been waiting for
+        this stream's work (a synchronize found it queued), the pool thread first gives it
+        workers.GRACE_NS to take the queue over: the host, which would only wait, then runs it itself,
+        without a thread hop."""
         with self._lock:
             if not self._busy:
                 if inline and self._ticket <= launchq.DONE[0]:
@@ -130,12 +131,12 @@ class CpuStream(BackendStream):
                 self._set_busy(True)
                 self._tasks.append(fn)
                 claim = None
-                if launchq._lib is not None:
+                if self._host_waits and launchq._lib is not None:
                     claim = self._claim
                     if claim is None:
                         claim = self._claim = libc.ffi.new("uint32_t[1]")
                     claim[0] = 0
-                self._worker = POOL.submit(self._pool_drain, claim)
+                POOL.submit(self._pool_drain, claim)
                 return
             self._tasks.append(fn)
 
@@ -180,6 +181,8 @@ class CpuStream(BackendStream):
                 return          # a synchronize ran the queue itself before this thread got to it
             self._claimed = True
         self._drain()
+        if not self._waiting:
+            self._host_waits = False     # nobody waited: later queues start without the grace period
 
     def _drain(self) -> None:
         """Run the queue to its end; the caller has claimed it."""
@@ -192,7 +195,6 @@ class CpuStream(BackendStream):
             with self._lock:
                 if not self._tasks:
                     self._busy = self._claimed = False
-                    self._worker = None
                     self._set_busy(False)
                     if self._waiting:
                         self._drained.notify_all()
@@ -336,13 +338,13 @@ class CpuStream(BackendStream):
 
     def synchronize(self) -> None:
         if self._busy:
+            self._host_waits = True
             with self._lock:
                 steal = self._busy and not self._claimed
                 if steal:
                     self._claimed = True
-                    if self._worker is not None:    # spare that thread the GIL round trip
-                        POOL.take_back(self._worker, self._claim)
-                        self._worker = None
+                    if self._claim is not None:     # spares the pool thread a GIL round trip
+                        POOL.take_back(self._claim)
             # Work no pool thread has started yet runs here: this thread would only wait for it, and a
             # thread hop costs more than a small host function (it still runs in stream order).
             if steal:
