@@ -4,7 +4,9 @@ on-disk object cache, and HostModule/HostKernel to inspect and launch the kernel
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
+import itertools
 import os
 import struct
 import tempfile
@@ -257,6 +259,8 @@ def compile_host(text: str, cache_dir=None, fma_contract=False, opt_level=3, dum
     hir = pipeline.lower(text, lambda module: build_host_ir(module, fma_contract=fma_contract))
     if dump_dir:
         pipeline.dump(dump_dir, text, hir.text)
+        if hir.fallback:
+            pipeline.dump(dump_dir, text, hir.fallback, ir_suffix="fallback.ll")
     with _llvm_lock:
         _init_llvm()
         cache = None
@@ -291,10 +295,75 @@ def compile_host(text: str, cache_dir=None, fma_contract=False, opt_level=3, dum
         for name, (gname, size) in hir.globals.items():
             globals_[name] = (engine.get_global_value_address(gname), size)
         _apply_relocations(engine, hir, globals_)
+        fallback = _LazyFallback(hir, engine, globals_, opt_level) if hir.fallback else None
     mod = HostModule(kernels, globals_, hir.text, engine, bool(cache and cache.hit))
+    mod._fallback = fallback
     for k in kernels.values():
         k.module = mod
     return mod
+
+
+_FALLBACK_FN = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_void_p,
+                                ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint64)
+_TRAP = 1               # PTXRT_TRAP
+_fallback_ids = itertools.count()
+
+
+class _LazyFallback:
+    """The region kernels' general-scheduler fallbacks (HostIR.fallback), compiled the first time a
+    block needs one (threads disagreeing at a barrier): until then each kernel's slot holds a Python
+    callback that compiles them, points every slot at its compiled entry and runs it. Most kernels
+    never need it, and it is about half of their compile time."""
+
+    def __init__(self, hir, engine, globals_, opt_level):
+        self.text = hir.fallback
+        self.opt_level = opt_level
+        self.globals = {hir.globals[name][0]: addr for name, (addr, _) in globals_.items()}
+        self.entries = None
+        self.error = None
+        self.slots, self.thunks = {}, {}
+        for name, info in hir.kernels.items():
+            if info.fallback_slot:
+                slot = engine.get_global_value_address(info.fallback_slot)
+                thunk = _FALLBACK_FN(functools.partial(self._first_call, name))
+                self.slots[name], self.thunks[name] = slot, thunk
+                ctypes.c_void_p.from_address(slot).value = ctypes.cast(thunk, ctypes.c_void_p).value
+        _engines.append(self)       # the callbacks live as long as the code that may call them
+
+    def _first_call(self, name, L, b, W, scratch, soa, n):
+        # runs on a runtime worker, inside a launch: never raise into ctypes
+        try:
+            entry = self.compile()[name]
+        except Exception as e:  # noqa: BLE001 - reported through the launch status
+            self.error = e
+            return _TRAP
+        return entry(L, b, W, scratch, soa, n)
+
+    def compile(self):
+        import llvmlite.binding as llvm
+        from ptx.codegen.host_module import FALLBACK_GLOBAL
+        with _llvm_lock:
+            if self.entries is not None:
+                return self.entries
+            if self.error is not None:
+                raise self.error
+            # the main module's globals under names of this module's own (other modules have an "x")
+            prefix = f"{FALLBACK_GLOBAL[:-1]}{next(_fallback_ids)}."
+            for gname, addr in self.globals.items():
+                llvm.add_symbol(prefix + gname[2:], addr)
+            llmod = llvm.parse_assembly(self.text.replace('@"' + FALLBACK_GLOBAL, '@"' + prefix))
+            llmod.verify()
+            _optimize(llmod, self.opt_level)
+            engine = llvm.create_mcjit_compiler(llmod, _target_machine)
+            engine.finalize_object()
+            _engines.append(engine)
+            entries = {}
+            for name, slot in self.slots.items():
+                addr = engine.get_function_address(f"fb.{name}")
+                entries[name] = _FALLBACK_FN(addr)
+                ctypes.c_void_p.from_address(slot).value = addr
+            self.entries = entries
+            return entries
 
 
 def _apply_relocations(engine, hir, globals_):
