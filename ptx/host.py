@@ -47,8 +47,10 @@ def _init_llvm():
     from ptx import runtime
     for name, addr in runtime.symbols().items():
         llvm.add_symbol(name, addr)
-    from ptx.codegen.function_emitter import MEMBASE_SYMBOL
-    llvm.add_symbol(MEMBASE_SYMBOL, ctypes.addressof(ctypes.c_void_p.in_dll(runtime.library(), MEMBASE_SYMBOL)))
+    from ptx.codegen.function_emitter import LOCALS_BASE_FN, MEMBASE_SYMBOL
+    lib = runtime.library()
+    llvm.add_symbol(MEMBASE_SYMBOL, ctypes.addressof(ctypes.c_void_p.in_dll(lib, MEMBASE_SYMBOL)))
+    llvm.add_symbol(LOCALS_BASE_FN, ctypes.cast(getattr(lib, LOCALS_BASE_FN), ctypes.c_void_p).value)
     from ptx.codegen.native_helpers import helper_symbols
     for name, addr in helper_symbols().items():
         llvm.add_symbol(name, addr)

@@ -72,6 +72,11 @@ def semantic(ins, msg):
 # compare them with runtime overlap checks, and since LLVM never learns the base is null, no access is
 # assumed away (a gep on a known-null pointer would be UB).
 MEMBASE_SYMBOL = "ptx_rt_membase"
+# LLVM knows this function's allocas (.local, body .param) and, by provenance, lets no pointer it did not
+# derive from them touch them: turning their address into an integer (ptrtoint) does not count. When the
+# function takes such an integer address, its base instead comes from this opaque call (it returns NULL)
+# given those allocas, so every generic access may be one of them.
+LOCALS_BASE_FN = "ptx_rt_locals_base"
 
 
 class FunctionEmitter:
@@ -97,6 +102,8 @@ class FunctionEmitter:
         self.ret_label = None       # where `ret` goes in a .func
         self.frame_local_offset = FRAME_HEADER_BYTES
         self._cache = {}            # per-function invariant loads (entry block)
+        self._membase = None        # (value, index of its line in entry_code)
+        self._escaped = []          # pointers of locals whose address the body takes as an integer
         self.cur_ins = None
         self.uses_warp_info = False
         self.cur_index = -1
@@ -135,8 +142,29 @@ class FunctionEmitter:
 
     def mem_base(self):
         """The base every integer address is an offset from (see MEMBASE_SYMBOL)."""
-        self.m.declare(f"@{MEMBASE_SYMBOL} = external constant ptr")
-        return self.invariant("membase", lambda: f"load ptr, ptr @{MEMBASE_SYMBOL}, align 8")
+        if self._membase is None:
+            self._membase = (self.f.tmp(), len(self.entry_code))
+            self.entry_code.append("")
+            self._write_mem_base()
+        return self._membase[0]
+
+    def _write_mem_base(self):
+        # rewritten in place as the body reveals escaping locals: the line stays where the base was first
+        # needed, after every local's pointer (allocas, frame slots, arguments) is defined
+        v, at = self._membase
+        if self._escaped:
+            self.m.declare(f"declare ptr @{LOCALS_BASE_FN}(ptr, ...) nounwind willreturn memory(none)")
+            args = ", ".join(f"ptr {p}" for p in self._escaped)
+            self.entry_code[at] = f"  {v} = call ptr (ptr, ...) @{LOCALS_BASE_FN}({args})"
+        else:
+            self.m.declare(f"@{MEMBASE_SYMBOL} = external constant ptr")
+            self.entry_code[at] = f"  {v} = load ptr, ptr @{MEMBASE_SYMBOL}, align 8"
+
+    def escape_local(self, ptr):
+        if ptr not in self._escaped:
+            self._escaped.append(ptr)
+            if self._membase is not None:
+                self._write_mem_base()
 
     def int_to_ptr(self, addr):
         """An i64 address as a pointer LLVM can analyse (not inbounds: any integer is allowed)."""
@@ -314,6 +342,8 @@ class FunctionEmitter:
         if sh is not None:
             return str(sh + offset)
         p = self.symbol_ptr(name, ins, allow_shared=False)
+        if name in self.addr_vars or name in self.func_params:
+            self.escape_local(p)
         v = f.op(f"ptrtoint ptr {p} to i64")
         return f.op(f"add i64 {v}, {offset}") if offset else v
 

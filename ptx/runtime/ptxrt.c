@@ -1029,6 +1029,11 @@ uint64_t ptx_rt_globaltimer(void) { return now_ns(CLOCK_REALTIME); }
 
 void *const ptx_rt_membase = NULL;
 
+void *ptx_rt_locals_base(void *first, ...) {
+    (void)first;
+    return NULL;
+}
+
 /* ------------------------------------------------------------------ device printf */
 
 struct argreader {

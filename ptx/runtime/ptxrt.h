@@ -76,6 +76,9 @@ uint64_t ptx_rt_globaltimer(void);  /* ns since the epoch */
 /* Generated code addresses generic and global memory as ptx_rt_membase + the 64-bit address: NULL, but
    opaque to LLVM, so addresses stay analysable offsets from one base (ptx/codegen/function_emitter.py). */
 extern void *const ptx_rt_membase;
+/* Returns NULL: the same base for functions that take their own locals' addresses as integers, which
+   it is given so that LLVM knows generic accesses may reach them. */
+void *ptx_rt_locals_base(void *first, ...);
 
 /* Grid-wide synchronisation (cooperative groups grid.sync()) and inter-block spin-waits.
 
