@@ -19,6 +19,8 @@ def sync_kind(ins: A.Instruction):
         return "barrier"
     if op in WARP_COLLECTIVES:
         return "warp"
+    if op == "mbarrier" and ins.mods and ins.mods[0] in ("test_wait", "try_wait"):
+        return "barrier"          # an incomplete phase waits for the block's other threads (ops_mbarrier)
     return None
 
 
