@@ -1,7 +1,8 @@
 """Generic and global addresses as offsets from one opaque base (ptx_rt_membase): the thread loop of an
 elementwise kernel is vectorised, overlapping arrays still follow the thread order the CPU runs (the
-vectoriser's runtime overlap checks, nothing assumed away), generic accesses alias shared and local
-memory, and a kernel loaded from the object cache in a fresh process resolves the base."""
+vectoriser's runtime overlap checks, nothing assumed away), generic accesses alias shared, local and
+.global variables (locals also when a called function writes them), and a kernel loaded from the object
+cache in a fresh process resolves the base."""
 
 import os
 import subprocess
