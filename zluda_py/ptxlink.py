@@ -87,6 +87,23 @@ def _drop_repeated_weak(bodies: list) -> list:
     return out
 
 
+_WEAK_VAR = re.compile(r"^[ \t]*\.weak\s+\.(?:global|const)\b[^;(]*?([A-Za-z_$%][\w$]*)\s*(?:\[[^\]]*\]\s*)*"
+                       r"(?:=[^;]*)?;[ \t]*\n?", re.M)
+
+
+def _drop_repeated_weak_vars(bodies: list) -> list:
+    """Header-defined variables (a template's static constexpr member) come as .weak from every unit that
+    includes the header; like the linker, keep the first."""
+    seen = set()
+
+    def drop(m):
+        if m.group(1) in seen:
+            return ""
+        seen.add(m.group(1))
+        return m.group(0)
+    return [_WEAK_VAR.sub(drop, b) for b in bodies]
+
+
 def merge_ptx(texts: list) -> str:
     """One PTX module from several: the newest .version header, the bodies in order, and .extern
     declarations dropped where another input defines the symbol."""
@@ -126,7 +143,7 @@ def merge_ptx(texts: list) -> str:
             return ""
         seen_externs.add(name)
         return decl
-    merged = _drop_repeated_weak([_EXTERN.sub(drop, b) for b in bodies])
+    merged = _drop_repeated_weak_vars(_drop_repeated_weak([_EXTERN.sub(drop, b) for b in bodies]))
     header = max(headers, key=_version_key)
     return header + "\n" + "\n".join(merged)
 

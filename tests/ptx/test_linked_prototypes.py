@@ -156,3 +156,27 @@ def test_call_against_a_definition_in_the_same_module_is_checked():
     assert "1 return values, the callee returns 0" in ei.value.message
     with pytest.raises(PTXSemanticError):
         ptx.compile(text, target="host")
+
+
+def test_repeated_weak_variables_kept_once():
+    # every unit including a header defines its template constants as .weak: the link keeps one copy
+    unit = HEADER + """
+.weak .global .align 1 .u8 _ZN4cuda3std3__417integral_constantIbLb0EE5valueE;
+.weak .global .align 4 .b8 tab[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+"""
+    user = unit + """
+.visible .entry k(.param .u64 out)
+{
+    .reg .b32 %r<2>;
+    .reg .b64 %rd<3>;
+    ld.param.u64 %rd1, [out];
+    ld.global.u32 %r1, [tab+4];
+    st.global.u32 [%rd1], %r1;
+    ret;
+}
+"""
+    merged = merge_ptx([user, unit])
+    assert merged.count("integral_constantIbLb0EE5valueE;") == 1 and merged.count(" tab[8]") == 1
+    out = np.zeros(1, dtype=np.uint32)
+    ptx.compile(merged, target="host").kernel("k").launch((1,), (1,), [out])
+    assert out[0] == 0x08070605
