@@ -230,7 +230,7 @@ def _module_resources(text, name) -> dict:
     try:
         import ptx
         from ptx.resources import module_resources
-        return module_resources(ptx.parse(text))
+        return module_resources(ptx.parse(text, check=False))   # it compiled: checked already
     except Exception as e:  # noqa: BLE001 - the module compiled; attributes fall back to the backend's
         log.error(f"module {name}: no resource estimate ({type(e).__name__}: {e})")
         return {}
