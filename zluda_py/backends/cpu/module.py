@@ -25,7 +25,8 @@ class CpuFunction(BackendFunction):
         # What the native launch queue needs to run it without Python: (block function, static shared
         # bytes, frame bytes, parameter bytes); None for a kernel that only has launch_raw.
         address = getattr(kernel, "address", None)
-        self.native = (address, kernel.static_shared_bytes, kernel.frame_bytes, kernel.param_size) \
+        self.native = (address, getattr(kernel, "shared_reserve_bytes", kernel.static_shared_bytes),
+                       kernel.frame_bytes, kernel.param_size) \
             if address and hasattr(kernel, "frame_bytes") else None
 
     def launch_raw(self, grid, block, params_address, shared_bytes, cooperative=False):
