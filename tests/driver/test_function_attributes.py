@@ -209,3 +209,60 @@ def test_link_carries_max_registers(cu):
     assert attr(cu, func(cu, mod.value, "capped"), NUM_REGS) <= 24
     run_heavy(cu, heavy)
     ok(cu.cuModuleUnload(mod))
+
+
+ALIGNED = """
+.version 8.0
+.target sm_86
+.address_size 64
+.extern .shared .align 512 .b8 dyn[];
+.visible .entry aligned(.param .u64 out_)
+{
+    .shared .align 1024 .b8 big[24];
+    .reg .b32 %r<6>;
+    .reg .b64 %rd<10>;
+    ld.param.u64 %rd1, [out_];
+    mov.u32 %r1, %tid.x;
+    mov.u32 %r2, %ctaid.x;
+    mov.u32 %r3, %ntid.x;
+    mad.lo.s32 %r4, %r2, %r3, %r1;
+    mul.wide.u32 %rd2, %r4, 24;
+    add.s64 %rd3, %rd1, %rd2;
+    mov.u64 %rd4, big;
+    cvta.shared.u64 %rd5, %rd4;
+    st.global.u64 [%rd3], %rd5;
+    mov.u64 %rd6, dyn;
+    cvta.shared.u64 %rd7, %rd6;
+    st.global.u64 [%rd3+8], %rd7;
+    mul.wide.u32 %rd8, %r1, 8;
+    add.s64 %rd9, %rd7, %rd8;
+    st.u64 [%rd9], %rd3;
+    bar.sync 0;
+    ld.u64 %rd9, [%rd9];
+    st.global.u64 [%rd3+16], %rd9;
+    ret;
+}
+"""
+
+
+def test_large_alignments_through_launches(cu):
+    # launched through cuLaunchKernel (the stream's launch path), with dynamic shared memory
+    mod = load(cu, ALIGNED)
+    f = func(cu, mod, "aligned")
+    assert attr(cu, f, SHARED) == 24
+    blocks, threads = 4, 64
+    n = blocks * threads
+    d_out = ctypes.c_uint64()
+    ok(cu.cuMemAlloc_v2(ctypes.byref(d_out), ctypes.c_size_t(24 * n)))
+    out = np.full((n, 3), 0xDEADBEEFDEADBEEF, dtype=np.uint64)
+    ok(cu.cuMemcpyHtoD_v2(d_out, out.ctypes.data_as(ctypes.c_void_p), ctypes.c_size_t(out.nbytes)))
+    args = (ctypes.c_void_p * 1)(ctypes.addressof(d_out))
+    ok(cu.cuLaunchKernel(ctypes.c_uint64(f), blocks, 1, 1, threads, 1, 1, 8 * threads, None, args, None))
+    ok(cu.cuCtxSynchronize())
+    ok(cu.cuMemcpyDtoH_v2(out.ctypes.data_as(ctypes.c_void_p), d_out, ctypes.c_size_t(out.nbytes)))
+    assert np.all(out[:, 0] % 1024 == 0) and np.all(out[:, 1] % 512 == 0)
+    assert np.all(out[:, 1] >= out[:, 0] + 24)       # the dynamic array after the static one
+    # every thread's slot of the dynamic array held what it stored (its own output address)
+    np.testing.assert_array_equal(out[:, 2], d_out.value + 24 * np.arange(n, dtype=np.uint64))
+    cu.cuMemFree_v2(d_out)
+    ok(cu.cuModuleUnload(ctypes.c_uint64(mod)))
