@@ -258,7 +258,10 @@ def op_call(em, ins):
             rty, rp = em.reg(op.name, ins)
             f.emit(f"store {rty} zeroinitializer, ptr {rp}")
     for k, d in enumerate(formals_a):
-        ptrs.append(_arg_ptr(em, args[k] if k < len(args) else None, d))
+        p = _arg_ptr(em, args[k] if k < len(args) else None, d)
+        if k >= len(args):
+            f.emit(f"store [{max(_formal_size(d), 1)} x i8] zeroinitializer, ptr {p}")
+        ptrs.append(p)
     frame = em.frame if em.mode != "fast" else "null"
     ctx = f"ptr {em.L}, ptr {em.W}, ptr {frame}, i32 {em.tid[0]}, i32 {em.tid[1]}, i32 {em.tid[2]}, " \
           f"i32 {em.ctaid[0]}, i32 {em.ctaid[1]}, i32 {em.ctaid[2]}"

@@ -180,3 +180,38 @@ def test_repeated_weak_variables_kept_once():
     out = np.zeros(1, dtype=np.uint32)
     ptx.compile(merged, target="host").kernel("k").launch((1,), (1,), [out])
     assert out[0] == 0x08070605
+
+
+def test_parameter_the_caller_never_passes_reads_zero():
+    caller = HEADER + """
+.extern .func (.param .b32 r) f(.param .b32 a);
+.visible .entry k(.param .u64 out)
+{
+    .reg .b32 %r<3>;
+    .reg .b64 %rd<2>;
+    ld.param.u64 %rd1, [out];
+    {
+    .param .b32 p0;
+    st.param.b32 [p0], 5;
+    .param .b32 rv;
+    call.uni (rv), f, (p0);
+    ld.param.b32 %r1, [rv];
+    }
+    st.global.u32 [%rd1], %r1;
+    ret;
+}
+"""
+    callee = HEADER + """
+.visible .func (.param .b32 r) f(.param .b32 a, .param .b32 b)
+{
+    .reg .b32 %r<4>;
+    ld.param.u32 %r1, [a];
+    ld.param.u32 %r2, [b];
+    mad.lo.s32 %r3, %r2, 1000, %r1;
+    st.param.b32 [r], %r3;
+    ret;
+}
+"""
+    out = np.full(1, 0xFFFFFFFF, dtype=np.uint32)
+    ptx.compile(merge_ptx([caller, callee]), target="host").kernel("k").launch((1,), (1,), [out])
+    assert out[0] == 5
