@@ -275,3 +275,61 @@ int zq_grace(uint32_t *claim, uint64_t grace_ns) {
     }
     return zq_cas(claim, 0, 2);
 }
+
+/* ------------------------------------------------------------------ parking pool threads
+
+   When the host is a C program (it holds the GIL only inside driver calls), an idle pool thread waits
+   here instead of on a Python lock: it is posted its next task without a GIL round trip, and a task with
+   a claim word that the host takes back costs it no GIL at all (it goes back to waiting; the host puts
+   it back on the idle list). */
+struct zq_slot {
+    _Atomic uint32_t seq;                    /* bumped by every zq_post */
+    _Atomic uint32_t asleep;
+    _Atomic(_Atomic uint32_t *) claim;       /* the posted task's claim word, or NULL */
+};
+
+void zq_post(struct zq_slot *s, uint32_t *claim) {
+    atomic_store(&s->claim, (_Atomic uint32_t *)claim);
+    atomic_fetch_add(&s->seq, 1);
+    if (atomic_load(&s->asleep)) futex_wake_all(&s->seq);
+}
+
+/* 1: a task was posted (and is this worker's to run); 0: timeout_ns (0: none) passed with nothing. */
+int zq_park(struct zq_slot *s, uint32_t seen, uint64_t spin_ns, uint64_t timeout_ns, uint64_t grace_ns) {
+    uint64_t start = now_ns();
+    for (;;) {
+        unsigned spins = 0;
+        while (atomic_load(&s->seq) == seen) {
+            uint64_t t = (++spins & 7) ? 0 : now_ns();
+            if (spins & 7) {
+                cpu_relax();
+                continue;
+            }
+            sched_yield();
+            if (t - start < spin_ns) continue;
+            if (timeout_ns && t - start >= timeout_ns) return 0;
+            atomic_store(&s->asleep, 1);
+            if (atomic_load(&s->seq) == seen) {
+                if (timeout_ns) {
+                    uint64_t left = timeout_ns - (t - start);
+                    struct timespec ts = {(time_t)(left / 1000000000u), (long)(left % 1000000000u)};
+                    syscall(SYS_futex, (uint32_t *)&s->seq, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
+                } else {
+                    futex_wait(&s->seq, seen);
+                }
+            }
+            atomic_store(&s->asleep, 0);
+        }
+        seen = atomic_load(&s->seq);
+        _Atomic uint32_t *claim = atomic_load(&s->claim);
+        if (!claim) return 1;
+        uint64_t t0 = now_ns();
+        unsigned n = 0;
+        while (atomic_load(claim) == 0 && ((++n & 7) || now_ns() - t0 < grace_ns))
+            if (n & 7) cpu_relax(); else sched_yield();
+        uint32_t open = 0;
+        if (atomic_compare_exchange_strong(claim, &open, 2)) return 1;
+        /* the host ran it and has put this worker back on the idle list: wait for the next post */
+        start = now_ns();
+    }
+}

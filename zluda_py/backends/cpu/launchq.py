@@ -31,6 +31,8 @@ ffi.cdef("""
     uint64_t *zq_done_address(void);
     int zq_cas(uint32_t *claim, uint32_t old, uint32_t new_);
     int zq_grace(uint32_t *claim, uint64_t grace_ns);
+    void zq_post(uint64_t *slot, uint32_t *claim);
+    int zq_park(uint64_t *slot, uint32_t seen, uint64_t spin_ns, uint64_t timeout_ns, uint64_t grace_ns);
 """)
 
 _lock = threading.Lock()

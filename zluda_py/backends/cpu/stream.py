@@ -103,7 +103,8 @@ class CpuStream(BackendStream):
         self._state = None       # uint64_t[2] the native queue writes a fault to: (status, kernel address)
         self._reported = False   # what on_busy was last told
         self._claim = None       # the claim word (workers.py) of the drain given to the pool, when it has one
-        self._host_waits = False  # the host synchronized on this stream's last queue before it ran out
+        self._worker = None      # and the pool thread it went to, while the drain may be taken back
+        self._synced = False     # synchronize() was called since the last queue was handed to the pool
 
     def __del__(self):
         if self._state is not None and self._ticket > launchq.DONE[0]:
@@ -119,7 +120,7 @@ class CpuStream(BackendStream):
     def enqueue(self, fn, inline: bool = False) -> None:
         """Queue fn (no arguments) behind earlier work. inline=True lets an idle stream run it right here,
         under the lock so that concurrent enqueuers line up behind it. When the host has been waiting for
-        this stream's work (a synchronize found it queued), the pool thread first gives it
+        this stream (a synchronize since the last queue was handed out), the pool thread first gives it
         workers.GRACE_NS to take the queue over: the host, which would only wait, then runs it itself,
         without a thread hop."""
         with self._lock:
@@ -131,12 +132,15 @@ class CpuStream(BackendStream):
                 self._set_busy(True)
                 self._tasks.append(fn)
                 claim = None
-                if self._host_waits and launchq._lib is not None:
-                    claim = self._claim
-                    if claim is None:
-                        claim = self._claim = libc.ffi.new("uint32_t[1]")
-                    claim[0] = 0
-                POOL.submit(self._pool_drain, claim)
+                if self._synced:
+                    self._synced = False
+                    if POOL.takes_claims:
+                        claim = self._claim
+                        if claim is None:
+                            claim = self._claim = libc.ffi.new("uint32_t[1]")
+                        claim[0] = 0
+                w = POOL.submit(self._pool_drain, claim)
+                self._worker = w if claim is not None else None
                 return
             self._tasks.append(fn)
 
@@ -181,8 +185,6 @@ class CpuStream(BackendStream):
                 return          # a synchronize ran the queue itself before this thread got to it
             self._claimed = True
         self._drain()
-        if not self._waiting:
-            self._host_waits = False     # nobody waited: later queues start without the grace period
 
     def _drain(self) -> None:
         """Run the queue to its end; the caller has claimed it."""
@@ -195,6 +197,7 @@ class CpuStream(BackendStream):
             with self._lock:
                 if not self._tasks:
                     self._busy = self._claimed = False
+                    self._worker = None
                     self._set_busy(False)
                     if self._waiting:
                         self._drained.notify_all()
@@ -337,14 +340,15 @@ class CpuStream(BackendStream):
         return True
 
     def synchronize(self) -> None:
+        self._synced = True
         if self._busy:
-            self._host_waits = True
             with self._lock:
                 steal = self._busy and not self._claimed
                 if steal:
                     self._claimed = True
-                    if self._claim is not None:     # spares the pool thread a GIL round trip
-                        POOL.take_back(self._claim)
+                    if self._worker is not None:    # spares the pool thread a GIL round trip
+                        POOL.take_back(self._worker, self._claim)
+                        self._worker = None
             # Work no pool thread has started yet runs here: this thread would only wait for it, and a
             # thread hop costs more than a small host function (it still runs in stream order).
             if steal:
