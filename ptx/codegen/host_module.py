@@ -889,6 +889,20 @@ def _region_reach(body, succ, start):
     return seen
 
 
+def _region_exits(body, reach, start):
+    """Whether a thread running the statements `reach` (from `start`) may exit: a ret/exit, or
+    falling off the end of the body."""
+    n = len(body)
+    if start >= n or any(isinstance(body[i], A.Instruction) and body[i].opcode in ("ret", "exit")
+                         for i in reach):
+        return True
+    last = body[n - 1]
+    if n - 1 not in reach:
+        return False
+    return isinstance(last, A.Label) or bool(last.guard) or not (
+        last.opcode in ("bra", "ret", "exit", "trap") or sync_kind(last))
+
+
 def _region_writes(body, succ, start, written):
     """Registers some path from statement `start` to the next (unguarded) barrier may write."""
     seen, stack, out = set(), [start], set()
@@ -986,7 +1000,12 @@ def _emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat):
     em.entry_code = []
     f = em.f
     em.exit_label = "thread.exit"
-    em.touch_all_registers()
+    # the thread function's registers, in its order (what touch_all_registers would find, without
+    # walking the whole body once per region)
+    for name in sync_em.regs:
+        d = flat.lookup(name)
+        if d is not None and d.space == "reg":
+            em.reg(name)
     bx, by, bz = em.ntid(0), em.ntid(1), em.ntid(2)
     f.terminated = True         # the entry block ends in after_entry's branch
     f.label("tz.head")
@@ -1025,8 +1044,15 @@ def _emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat):
                 f.label(em.label_name(st.name))
         elif i in reach or sync_kind(st):
             em.emit_instruction(st)
+    # Each thread's next region is read only by the fallback, after the threads disagreed; with one
+    # way out of this region they cannot, and a loop without that store vectorizes without a
+    # runtime overlap check against the SoA area.
+    outcomes = sum(site[4] in reach for site in sync_em.sync_sites) + _region_exits(flat.body, reach,
+                                                                                    start_idx)
+    record = outcomes > 1
     f.label("thread.exit")
-    f.emit("store i32 0, ptr %sitep")
+    if record:
+        f.emit("store i32 0, ptr %sitep")
     f.term("br label %tx.latch")
     reg_off = sync_em.reg_off
     if [s[4] for s in em.sync_sites] != [s[4] for s in sync_em.sync_sites]:
@@ -1049,7 +1075,8 @@ def _emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat):
             if name in writes or not em.is_register(name):
                 v = f.op(f"load {ty}, ptr {ptr}")
                 f.emit(f"store {ty} {v}, ptr {slot(name, ty)}")
-        f.emit(f"store i32 {j}, ptr %sitep")
+        if record:
+            f.emit(f"store i32 {j}, ptr %sitep")
         f.term("br label %tx.latch")
         if j == k:
             f.label(f"restore.{j}")
