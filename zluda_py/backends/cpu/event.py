@@ -14,23 +14,31 @@ _waiters_lock = threading.Lock()
 
 class Completion:
     """One point in a stream's order: done once the worker reaches it; `time_ns` is when it did. With a
-    `ticket`, done once the native launch queue has run that ticket (no time is taken)."""
+    `ticket`, done once the native launch queue has run that ticket, which wrote the time to `stamp` (a
+    uint64_t[1], kept alive by the stream until then) or, without one, took none."""
 
-    __slots__ = ("done", "time_ns", "_waiters", "ticket")
+    __slots__ = ("done", "time_ns", "_waiters", "ticket", "stamp")
 
-    def __init__(self, ticket: int = 0):
+    def __init__(self, ticket: int = 0, stamp=None):
         self.done = False
         self.time_ns = 0
         self._waiters = None
         self.ticket = ticket
+        self.stamp = stamp
 
     def finished(self) -> bool:
         if self.done:
             return True
         if self.ticket and launchq.done() >= self.ticket:
-            self.done = True
+            self._reached()
             return True
         return False
+
+    def _reached(self) -> None:
+        if self.stamp is not None:
+            self.time_ns = self.stamp[0]
+            self.stamp = None
+        self.done = True
 
     def complete(self) -> None:
         self.time_ns = time.perf_counter_ns()
@@ -46,7 +54,7 @@ class Completion:
             return
         if self.ticket:
             launchq.wait(self.ticket)
-            self.done = True
+            self._reached()
             return
         lock = threading.Lock()
         lock.acquire()

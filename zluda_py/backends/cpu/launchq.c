@@ -31,6 +31,7 @@ typedef int32_t (*launch_ex_fn)(void *fn, const uint8_t *params, uint32_t gx, ui
 
 struct item {
     struct item *next;
+    uint64_t *stamp;            /* not NULL: no launch, write the time (CLOCK_MONOTONIC ns) there */
     void *fn;
     uint64_t *state;            /* the submitting stream's fault record (ZQ_STATE_WORDS, see zq_submit); a
                                    fault there skips the stream's later launches */
@@ -86,7 +87,9 @@ static struct item *take(uint64_t limit) {
 
 static void run_item(struct item *it) {
     uint64_t *st = it->state;
-    if (!__atomic_load_n(&st[0], __ATOMIC_ACQUIRE)) {
+    if (it->stamp) {
+        __atomic_store_n(it->stamp, now_ns(), __ATOMIC_RELEASE);
+    } else if (!__atomic_load_n(&st[0], __ATOMIC_ACQUIRE)) {
         int32_t r = Q.launch(it->fn, it->params, it->dims[0], it->dims[1], it->dims[2], it->dims[3],
                              it->dims[4], it->dims[5], it->static_shared, it->dyn_shared,
                              it->frame_bytes, it->flags);
@@ -177,25 +180,7 @@ int zq_init(void *launch_ex, void *last_fault, uint64_t spin_ns) {
     return 0;
 }
 
-/* Queue one launch (params are copied); returns its ticket, or 0 when out of memory / no thread.
-   state: 10 words the stream owns until the launch has run; a failed launch fills [1..9] (kernel, grid x,
-   grid y, ptx_fault_info) and then [0] (its PTXRT_* status). */
-uint64_t zq_submit(void *fn, const uint8_t *params, uint32_t nparams, uint32_t gx, uint32_t gy, uint32_t gz,
-                   uint32_t bx, uint32_t by, uint32_t bz, uint32_t static_shared, uint32_t dyn_shared,
-                   uint32_t frame_bytes, uint32_t flags, uint64_t *state) {
-    struct item *it = malloc(sizeof *it + (nparams ? nparams : 8));
-    if (!it) return 0;
-    it->next = NULL;
-    it->fn = fn;
-    it->state = state;
-    it->dims[0] = gx; it->dims[1] = gy; it->dims[2] = gz;
-    it->dims[3] = bx; it->dims[4] = by; it->dims[5] = bz;
-    it->static_shared = static_shared;
-    it->dyn_shared = dyn_shared;
-    it->frame_bytes = frame_bytes;
-    it->flags = flags;
-    if (nparams) memcpy(it->params, params, nparams);
-    else memset(it->params, 0, 8);
+static uint64_t enqueue(struct item *it) {
     pthread_mutex_lock(&Q.mu);
     if (!Q.started) {
         pthread_t t;
@@ -220,6 +205,38 @@ uint64_t zq_submit(void *fn, const uint8_t *params, uint32_t nparams, uint32_t g
     atomic_fetch_add(&Q.work_word, 1);
     if (atomic_load(&Q.launcher_asleep)) futex_wake_all(&Q.work_word);
     return ticket;
+}
+
+/* Queue one launch (params are copied); returns its ticket, or 0 when out of memory / no thread.
+   state: 10 words the stream owns until the launch has run; a failed launch fills [1..9] (kernel, grid x,
+   grid y, ptx_fault_info) and then [0] (its PTXRT_* status). */
+uint64_t zq_submit(void *fn, const uint8_t *params, uint32_t nparams, uint32_t gx, uint32_t gy, uint32_t gz,
+                   uint32_t bx, uint32_t by, uint32_t bz, uint32_t static_shared, uint32_t dyn_shared,
+                   uint32_t frame_bytes, uint32_t flags, uint64_t *state) {
+    struct item *it = malloc(sizeof *it + (nparams ? nparams : 8));
+    if (!it) return 0;
+    it->next = NULL;
+    it->stamp = NULL;
+    it->fn = fn;
+    it->state = state;
+    it->dims[0] = gx; it->dims[1] = gy; it->dims[2] = gz;
+    it->dims[3] = bx; it->dims[4] = by; it->dims[5] = bz;
+    it->static_shared = static_shared;
+    it->dyn_shared = dyn_shared;
+    it->frame_bytes = frame_bytes;
+    it->flags = flags;
+    if (nparams) memcpy(it->params, params, nparams);
+    else memset(it->params, 0, 8);
+    return enqueue(it);
+}
+
+/* Queue a time stamp: when every launch submitted before it has run, *dst = CLOCK_MONOTONIC ns (the
+   clock of Python's time.perf_counter_ns). dst must stay valid until the ticket has run. */
+uint64_t zq_stamp(uint64_t *dst) {
+    struct item *it = calloc(1, sizeof *it + 8);
+    if (!it) return 0;
+    it->stamp = dst;
+    return enqueue(it);
 }
 
 uint64_t zq_done(void) { return atomic_load(&Q.done); }

@@ -28,6 +28,7 @@ ffi.cdef("""
                        uint32_t bx, uint32_t by, uint32_t bz, uint32_t static_shared, uint32_t dyn_shared,
                        uint32_t frame_bytes, uint32_t flags, uint64_t *state);
     void zq_wait(uint64_t ticket, uint64_t spin_ns);
+    uint64_t zq_stamp(uint64_t *dst);
     uint64_t *zq_done_address(void);
     int zq_cas(uint32_t *claim, uint32_t old, uint32_t new_);
     int zq_grace(uint32_t *claim, uint64_t grace_ns);

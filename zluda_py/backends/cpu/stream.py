@@ -26,6 +26,7 @@ _null = libc._null
 _DISABLE_TIMING = 0x2     # CU_EVENT_DISABLE_TIMING
 _kernel_names: dict = {}  # kernel address -> name, for the message of a native launch's fault
 _orphans: list = []       # (ticket, fault word) of streams collected while their launches were queued
+_stamps: list = []        # (ticket, uint64_t[1]) time stamps the launch queue has yet to write
 
 _FAULT_CODES = {"trap": CUDA_ERROR_LAUNCH_FAILED, "assert": CUDA_ERROR_ASSERT,
                 "fault": CUDA_ERROR_ILLEGAL_ADDRESS}
@@ -298,11 +299,22 @@ class CpuStream(BackendStream):
         self.enqueue(fn)
 
     def record(self, event: CpuEvent) -> None:
-        if self._ticket > launchq.DONE[0] and not self._busy and event.flags & _DISABLE_TIMING:
+        if self._ticket > launchq.DONE[0] and not self._busy:
             with self._lock:
-                if not self._busy:      # an untimed point behind native launches: their ticket
-                    event.last = Completion(self._ticket)
-                    return
+                if not self._busy:      # a point behind native launches: a ticket of the launch queue
+                    t = self._ticket
+                    if event.flags & _DISABLE_TIMING:
+                        event.last = Completion(t)
+                        return
+                    stamp = libc.ffi.new("uint64_t[1]")
+                    t = launchq._lib.zq_stamp(stamp)
+                    if t:
+                        if _stamps and _stamps[0][0] <= launchq.DONE[0]:
+                            _bury()
+                        _stamps.append((t, stamp))    # until the launcher wrote it
+                        self._ticket = t
+                        event.last = Completion(t, stamp)
+                        return
         c = Completion()
         event.last = c
         self.enqueue(c.complete, inline=True)
@@ -399,7 +411,7 @@ def _memory_fault(name: str, st) -> str:
 
 
 def _bury() -> None:
-    """Drop the fault words of collected streams whose native launches have all run."""
+    """Drop the fault words of collected streams, and the time stamps, whose tickets have run."""
     done = launchq.DONE[0]
-    keep = [(t, st) for (t, st) in _orphans if t > done]
-    _orphans[:] = keep
+    for held in (_orphans, _stamps):
+        held[:] = [(t, x) for (t, x) in held if t > done]
