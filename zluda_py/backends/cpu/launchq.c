@@ -350,3 +350,16 @@ int zq_park(struct zq_slot *s, uint32_t seen, uint64_t spin_ns, uint64_t timeout
         start = now_ns();
     }
 }
+
+/* ------------------------------------------------------------------ kernel parameters */
+
+/* Gather cuLaunchKernel's kernelParams (n pointers, one per parameter) into the packed buffer dst, by
+   plan = n (offset, size) pairs. 0, or i + 1 when kernelParams[i] is NULL (nothing is read past it). */
+uint32_t zq_pack(uint8_t *dst, const uint64_t *kernel_params, const uint32_t *plan, uint32_t n) {
+    for (uint32_t i = 0; i < n; i++) {
+        const void *p = (const void *)(uintptr_t)kernel_params[i];
+        if (!p) return i + 1;
+        memcpy(dst + plan[2 * i], p, plan[2 * i + 1]);
+    }
+    return 0;
+}

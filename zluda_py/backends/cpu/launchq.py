@@ -29,6 +29,7 @@ ffi.cdef("""
                        uint32_t frame_bytes, uint32_t flags, uint64_t *state);
     void zq_wait(uint64_t ticket, uint64_t spin_ns);
     uint64_t zq_stamp(uint64_t *dst);
+    uint32_t zq_pack(char *dst, uintptr_t kernel_params, uint32_t *plan, uint32_t n);
     uint64_t *zq_done_address(void);
     int zq_cas(uint32_t *claim, uint32_t old, uint32_t new_);
     int zq_grace(uint32_t *claim, uint64_t grace_ns);
