@@ -1,6 +1,6 @@
-"""CPU streams: an in-order queue of device work drained by a thread of the shared worker pool, so work runs
-asynchronously with the host; small work on an idle stream runs inline on the caller (same observable order,
-no thread hop)."""
+"""CPU streams: kernels go to the native launch queue (launchq.c), other device work to an in-order queue
+drained by a thread of the shared worker pool, so work runs asynchronously with the host; small work on an
+idle stream runs inline, and a synchronize runs work nobody has started itself (same order, no thread hop)."""
 
 from __future__ import annotations
 
@@ -344,8 +344,8 @@ class CpuStream(BackendStream):
         if self._busy or self._tasks or self._ticket > launchq.DONE[0]:
             return False
         if self._reported:
-            with self._lock:
-                if not self._busy:
+            with self._lock:    # another thread may have queued work since
+                if not self._busy and self._ticket <= launchq.DONE[0]:
                     self._set_busy(False)
             if self._state is not None:
                 self._native_fault()

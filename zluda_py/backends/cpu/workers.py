@@ -1,6 +1,7 @@
 """An elastic pool of host threads shared by every CPU stream: a thread is started only when no idle one
 exists, and exits after sitting idle, so streams cost no thread of their own and none leak."""
 
+import os
 import threading
 
 from zluda_py.backends.cpu import launchq
@@ -131,3 +132,12 @@ class WorkerPool:
 
 
 POOL = WorkerPool()
+
+
+def _forget_threads() -> None:
+    # A forked child has none of the parent's pool threads: handing work to one would never run it.
+    POOL._lock = threading.Lock()
+    POOL._idle, POOL._idle_c = [], []
+
+
+os.register_at_fork(after_in_child=_forget_threads)
