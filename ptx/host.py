@@ -318,6 +318,11 @@ class _LazyFallback:
     never need it, and it is about half of their compile time."""
 
     def __init__(self, hir, engine, globals_, opt_level):
+        import llvmlite.binding as llvm
+        from ptx.codegen.host_module import FALLBACK_GLOBAL
+        # resolved here: the first call runs on a runtime worker, maybe while the launching thread
+        # holds an import lock
+        self.llvm, self.global_prefix = llvm, FALLBACK_GLOBAL
         self.text = hir.fallback
         self.opt_level = opt_level
         self.globals = {hir.globals[name][0]: addr for name, (addr, _) in globals_.items()}
@@ -342,18 +347,17 @@ class _LazyFallback:
         return entry(L, b, W, scratch, soa, n)
 
     def compile(self):
-        import llvmlite.binding as llvm
-        from ptx.codegen.host_module import FALLBACK_GLOBAL
+        llvm, generic = self.llvm, self.global_prefix
         with _llvm_lock:
             if self.entries is not None:
                 return self.entries
             if self.error is not None:
                 raise self.error
             # the main module's globals under names of this module's own (other modules have an "x")
-            prefix = f"{FALLBACK_GLOBAL[:-1]}{next(_fallback_ids)}."
+            prefix = f"{generic[:-1]}{next(_fallback_ids)}."
             for gname, addr in self.globals.items():
                 llvm.add_symbol(prefix + gname[2:], addr)
-            llmod = llvm.parse_assembly(self.text.replace('@"' + FALLBACK_GLOBAL, '@"' + prefix))
+            llmod = llvm.parse_assembly(self.text.replace('@"' + generic, '@"' + prefix))
             llmod.verify()
             _optimize(llmod, self.opt_level)
             engine = llvm.create_mcjit_compiler(llmod, _target_machine)
