@@ -86,7 +86,9 @@ class AllocationIndex:
     remove can tell a real miss from a torn read (and then looks again under the lock)."""
 
     def __init__(self):
-        self._lock = threading.Lock()
+        # Re-entrant: a lookup that retries under the lock (find) adopts C-made allocations first, and
+        # adopt() takes the lock too.
+        self._lock = threading.RLock()
         self._bases: list = []
         self._allocs: list = []
         self._by_base: dict = {}
