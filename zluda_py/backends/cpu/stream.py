@@ -343,12 +343,14 @@ class CpuStream(BackendStream):
     def query(self) -> bool:
         if self._busy or self._tasks or self._ticket > launchq.DONE[0]:
             return False
+        # The fault first, then idle: the shim's fast path skips Python for sync copies only while no
+        # stream counts as busy, so the sticky error must be set before this one stops counting.
+        if self._state is not None:
+            self._native_fault()
         if self._reported:
             with self._lock:    # another thread may have queued work since
                 if not self._busy and self._ticket <= launchq.DONE[0]:
                     self._set_busy(False)
-            if self._state is not None:
-                self._native_fault()
         return True
 
     def synchronize(self) -> None:
@@ -377,12 +379,12 @@ class CpuStream(BackendStream):
         if t:
             if t > launchq.DONE[0]:
                 launchq.wait(t)
+            if self._state is not None:     # before idle, as in query()
+                self._native_fault()
             if self._reported:
                 with self._lock:
                     if not self._busy and self._ticket <= launchq.DONE[0]:
                         self._set_busy(False)
-            if self._state is not None:
-                self._native_fault()
         if self.fault is not None:
             raise self.fault
 
