@@ -4,10 +4,6 @@ warp_scheduler.c) once per source hash, and gives their addresses for llvmlite.a
 from __future__ import annotations
 
 import ctypes
-import hashlib
-import os
-import subprocess
-import tempfile
 import threading
 from pathlib import Path
 
@@ -20,35 +16,8 @@ _lib = None
 
 
 def _build() -> Path:
-    h = hashlib.sha256()
-    for p in SOURCES:
-        h.update(p.read_bytes())
-    h.update(" ".join(CFLAGS).encode())
-    name = f"libptxsched-{h.hexdigest()[:16]}.so"
-    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    dirs = [Path(cache) / "zluda-py", Path(tempfile.gettempdir()) / f"zluda-py-{os.getuid()}"]
-    for d in dirs:
-        if (d / name).is_file():
-            return d / name
-    for d in dirs:
-        try:
-            d.mkdir(parents=True, exist_ok=True)
-        except OSError:
-            continue
-        fd, tmp = tempfile.mkstemp(prefix=name + ".", suffix=".tmp", dir=d)
-        os.close(fd)
-        try:
-            cc = os.environ.get("CC", "cc")
-            cmd = [cc, *CFLAGS, str(SOURCES[0]), "-o", tmp]
-            proc = subprocess.run(cmd, capture_output=True, text=True)
-            if proc.returncode != 0:
-                raise RuntimeError(f"{' '.join(cmd)} failed:\n{proc.stderr}")
-            os.replace(tmp, d / name)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-        return d / name
-    raise RuntimeError("no writable directory to build the warp scheduler")
+    from ptx.runtime.build import build_library
+    return build_library("ptxsched", SOURCES[0], SOURCES, CFLAGS)
 
 
 def helper_symbols() -> dict:

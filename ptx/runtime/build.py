@@ -1,4 +1,5 @@
-"""Builds ptxrt.c into a shared library with the system C compiler, once per source hash."""
+"""Builds ptxrt.c (and, through build_library, the other native helpers) into shared libraries with the
+system C compiler, once per source hash."""
 
 from __future__ import annotations
 
@@ -24,16 +25,21 @@ def cflags() -> list[str]:
 
 
 def source_hash() -> str:
+    return _digest([HERE / name for name in SOURCES], cflags())
+
+
+def _digest(inputs, flags) -> str:
     h = hashlib.sha256()
-    for name in SOURCES:
-        h.update((HERE / name).read_bytes())
-    h.update(" ".join(cflags()).encode())
+    for path in inputs:
+        h.update(Path(path).read_bytes())
+    h.update(" ".join(flags).encode())
     return h.hexdigest()[:16]
 
 
-def _candidate_dirs() -> list[Path]:
+def _candidate_dirs(local: Path | None = HERE / "_build") -> list[Path]:
     cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return [HERE / "_build", Path(cache) / "zluda-py", Path(tempfile.gettempdir()) / f"zluda-py-{os.getuid()}"]
+    shared = [Path(cache) / "zluda-py", Path(tempfile.gettempdir()) / f"zluda-py-{os.getuid()}"]
+    return ([local] if local is not None else []) + shared
 
 
 def _writable_dir(d: Path) -> bool:
@@ -51,32 +57,41 @@ def _compiler() -> str:
     for name in ("cc", "gcc", "clang"):
         if shutil.which(name):
             return name
-    raise RuntimeBuildError("no C compiler found (set CC): the CPU runtime ptxrt.c must be compiled")
+    raise RuntimeBuildError("no C compiler found (set CC): the CPU runtime's C sources must be compiled")
 
 
 def ensure_built() -> Path:
     """The path of libptxrt-<hash>.so, compiling it first if no up-to-date copy exists."""
-    name = f"libptxrt-{source_hash()}.so"
-    dirs = _candidate_dirs()
+    return build_library("ptxrt", HERE / "ptxrt.c", [HERE / name for name in SOURCES], cflags(),
+                         _candidate_dirs())
+
+
+def build_library(stem: str, main_source: Path, inputs, flags, dirs=None) -> Path:
+    """lib<stem>-<hash of inputs and flags>.so built from main_source with the system C compiler, in the
+    first of `dirs` holding it already or else the first writable one (default: the shared caches); a
+    package-local build directory (ending in _build) keeps only its current copy. Raises
+    RuntimeBuildError with the compiler's output on failure."""
+    name = f"lib{stem}-{_digest(inputs, flags)}.so"
+    dirs = _candidate_dirs(None) if dirs is None else dirs
     for d in dirs:
         if (d / name).is_file():
             return d / name
     target_dir = next((d for d in dirs if _writable_dir(d)), None)
     if target_dir is None:
-        raise RuntimeBuildError("no writable directory for the runtime build: " + ", ".join(map(str, dirs)))
+        raise RuntimeBuildError(f"no writable directory to build {main_source.name} in: " + ", ".join(map(str, dirs)))
     target = target_dir / name
     # Two processes may build at once: each writes its own temp file and renames it into place.
     fd, tmp = tempfile.mkstemp(prefix=name + ".", suffix=".tmp", dir=target_dir)
     os.close(fd)
     try:
-        cmd = [_compiler(), *cflags(), str(HERE / "ptxrt.c"), "-o", tmp]
+        cmd = [_compiler(), *flags, str(main_source), "-o", tmp]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             raise RuntimeBuildError(f"{' '.join(cmd)} failed:\n{proc.stderr}")
         os.chmod(tmp, 0o755)
         os.replace(tmp, target)
-        if target_dir == HERE / "_build":     # the package's own build dir keeps only the current one
-            for old in target_dir.glob("libptxrt-*.so"):
+        if target_dir.name == "_build":     # a package's own build dir keeps only the current one
+            for old in target_dir.glob(f"lib{stem}-*.so"):
                 if old.name != name:
                     try:
                         old.unlink()

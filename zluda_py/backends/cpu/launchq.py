@@ -3,11 +3,7 @@ loaded through cffi's ABI mode (each call releases the GIL). `get()` is None whe
 
 from __future__ import annotations
 
-import hashlib
 import os
-import shutil
-import subprocess
-import tempfile
 import threading
 from pathlib import Path
 
@@ -55,38 +51,14 @@ def wait(ticket: int) -> None:
 
 
 def _build() -> Path:
+    from ptx.runtime.build import build_library
     src = HERE / "launchq.c"
-    digest = hashlib.sha256(src.read_bytes() + " ".join(CFLAGS).encode()).hexdigest()[:16]
-    name = f"liblaunchq-{digest}.so"
-    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    dirs = [HERE / "_build", Path(cache) / "zluda-py", Path(tempfile.gettempdir()) / f"zluda-py-{os.getuid()}"]
-    for d in dirs:
-        if (d / name).is_file():
-            return d / name
-    target_dir = next((d for d in dirs if _writable_dir(d)), None)
-    if target_dir is None:
-        raise OSError("no writable directory to build launchq.c in")
-    fd, tmp = tempfile.mkstemp(prefix=name + ".", suffix=".tmp", dir=target_dir)
-    os.close(fd)
-    try:
-        cmd = [os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or "cc", *CFLAGS, str(src),
-               "-o", tmp]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise OSError(f"{' '.join(cmd)} failed:\n{proc.stderr}")
-        os.replace(tmp, target_dir / name)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return target_dir / name
+    return build_library("launchq", src, [src], CFLAGS, [HERE / "_build"] + _shared_dirs())
 
 
-def _writable_dir(d: Path) -> bool:
-    try:
-        d.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        return False
-    return os.access(d, os.W_OK | os.X_OK)
+def _shared_dirs():
+    from ptx.runtime.build import _candidate_dirs
+    return _candidate_dirs(None)
 
 
 def get():
