@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from ptx import ast as A
 from ptx.codegen import ptxtypes as T
 from ptx.passes.flatten_scopes import flatten_function
-from ptx.passes.liveness import TERMINATORS, defs_uses
+from ptx.passes.liveness import live_masks
 
 # ptxas never reports fewer (a thread's id and an address are live in any kernel that does anything),
 # and keeps a couple of registers for itself beyond the program's values.
@@ -98,57 +98,14 @@ def _peak(name, funcs, peaks, stack) -> int:
         return u >= 0
 
     body = flat.body
-    n = len(body)
-    labels = {st.name: i for i, st in enumerate(body) if isinstance(st, A.Label)}
-    bit, weights = {}, []
-
-    def bits(regs):
-        m = 0
-        for r in regs:
-            b = bit.get(r)
-            if b is None:
-                b = bit[r] = len(weights)
-                weights.append(units[r])
-            m |= 1 << b
-        return m
-
-    use, kill, succ, calls = [0] * n, [0] * n, [None] * n, []
+    names, live_in, live_out, kill = live_masks(body, is_reg, flat.branch_targets)
+    weights = [units[r] for r in names]
+    calls = []
     for i, st in enumerate(body):
-        nxt = [i + 1] if i + 1 < n else []
-        if not isinstance(st, A.Instruction):
-            succ[i] = nxt
-            continue
-        d, u = defs_uses(st, is_reg)
-        use[i] = bits(u)
-        kill[i] = 0 if st.guard else bits(d)
-        op = st.opcode
-        if op == "bra":
-            tgt = labels.get(getattr(st.operands[0], "name", None))
-            s = [tgt] if tgt is not None else []
-            succ[i] = s + nxt if st.guard else s
-        elif op == "brx":
-            bt = flat.branch_targets.get(getattr(st.operands[1], "name", None))
-            succ[i] = [labels[lab] for lab in (bt.labels if bt else []) if lab in labels] or nxt
-        elif op in TERMINATORS and not st.guard:
-            succ[i] = []
-        else:
-            succ[i] = nxt
-        if op == "call":
+        if isinstance(st, A.Instruction) and st.opcode == "call":
             target = next((o for o in st.operands if not isinstance(o, A.ParenList)), None)
             if isinstance(target, A.SymbolExpr) and target.name in funcs:
                 calls.append((i, target.name))
-    live_in, live_out = [0] * n, [0] * n
-    changed = True
-    while changed:
-        changed = False
-        for i in range(n - 1, -1, -1):
-            o = 0
-            for s in succ[i]:
-                o |= live_in[s]
-            li = use[i] | (o & ~kill[i])
-            if o != live_out[i] or li != live_in[i]:
-                live_out[i], live_in[i] = o, li
-                changed = True
     # weigh each live set by the units of its registers: group the bits by weight once
     masks = {}
     for b, w in enumerate(weights):

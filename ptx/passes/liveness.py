@@ -52,8 +52,9 @@ def defs_uses(ins: A.Instruction, is_reg):
     return defs, uses
 
 
-def live_out_sets(body: list, is_reg, branch_targets=None, indices=None) -> dict:
-    """{statement index: set of register names live right after it} for `indices` (default: all)."""
+def live_masks(body: list, is_reg, branch_targets=None):
+    """(names, live_in, live_out, kill): for each statement, bitmasks over the register `names` live
+    before and after it, and those it surely overwrites (an unpredicated definition)."""
     n = len(body)
     labels = {st.name: i for i, st in enumerate(body) if isinstance(st, A.Label)}
     names, bit = [], {}
@@ -102,8 +103,14 @@ def live_out_sets(body: list, is_reg, branch_targets=None, indices=None) -> dict
             if o != live_out[i] or li != live_in[i]:
                 live_out[i], live_in[i] = o, li
                 changed = True
+    return names, live_in, live_out, kill
+
+
+def live_out_sets(body: list, is_reg, branch_targets=None, indices=None) -> dict:
+    """{statement index: set of register names live right after it} for `indices` (default: all)."""
+    names, _, live_out, _ = live_masks(body, is_reg, branch_targets)
     out = {}
-    for i in (range(n) if indices is None else indices):
+    for i in (range(len(body)) if indices is None else indices):
         m = live_out[i]
         out[i] = {names[b] for b in range(len(names)) if m >> b & 1}
     return out
