@@ -30,6 +30,9 @@ int zluda_host_is_python(void);
 /* Path of the loaded libcuda.so.1 (from dladdr), "" if unknown. */
 const char *zluda_shim_path(void);
 
+/* ZLUDA_PROFILE: report at exit from a C atexit handler (src/profile.c). */
+void zluda_profile_at_exit(void);
+
 /* The dark-API tables (src/darkapi.c), declared here so cffi's generated code sees them. */
 #include "darkapi.h"
 

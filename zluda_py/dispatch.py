@@ -17,7 +17,7 @@ array (src/*.c code may use it through `zluda_dispatch`).
 import struct
 import threading
 
-from zluda_py import log
+from zluda_py import log, profile
 from zluda_py.decls import FUNCTIONS
 from zluda_py.errors import (CUDA_ERROR_NOT_SUPPORTED, CUDA_ERROR_UNKNOWN, NAME_OF, CudaError)
 
@@ -111,7 +111,11 @@ def _ensure_table():
         table = []
         for fid, f in enumerate(FUNCTIONS):
             h = _registered.get(f["name"]) or _unsupported(f["name"])
+            if profile.ON:      # chosen here, once: no cost per call without ZLUDA_PROFILE
+                h = profile.wrap(f["name"], h)
             table.append(_traced(fid, h) if log.TRACE else h)
+        if profile.ON:
+            profile.install()
         HANDLERS[:] = table
         _ready = True
 

@@ -1,7 +1,7 @@
 """Keeps the shim's C fast path (src/fastpath.c) in step with the driver: which context each thread has
 current, when contexts change state, how many streams are busy or capturing. No-ops without the shim."""
 
-from zluda_py import log, native
+from zluda_py import log, native, profile
 
 ON = False          # the fast path serves calls (decided when the first context becomes current)
 _decided = False
@@ -20,9 +20,10 @@ def _decide() -> None:
     _busy = lib.zl_fast_busy
     _invalidate = lib.zl_fast_invalidate
     # Only when the backend's device memory is the shim's own allocator (the CPU backend): the fast path
-    # allocates from it and copies with plain memmove. ZLUDA_TRACE must see every call in Python.
+    # allocates from it and copies with plain memmove. ZLUDA_TRACE and ZLUDA_PROFILE must see every call
+    # in Python.
     memory = getattr(init.BACKEND, "memory", None)
-    if log.TRACE or not getattr(memory, "native", False):
+    if log.TRACE or profile.ON or not getattr(memory, "native", False):
         return
     from zluda_py.driver import allocations
     if not allocations.mirrored():

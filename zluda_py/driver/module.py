@@ -4,8 +4,9 @@
 from __future__ import annotations
 
 import threading
+import time
 
-from zluda_py import cmem, fatbin, handles, log
+from zluda_py import cmem, fatbin, handles, log, profile
 from zluda_py.dispatch import export
 from zluda_py.driver import context as ctxmod
 from zluda_py.driver import init
@@ -259,7 +260,15 @@ def device_sm(device: int) -> int:
 def compile_ptx(device: int, ptx_text: str, name: str):
     """The backend module for PTX text (the backend compiles it or takes it from its cache)."""
     backend = init.require_init()
-    return backend.module_load(device, ptx_text, name)
+    if not profile.ON:
+        return backend.module_load(device, ptx_text, name)
+    t0 = time.perf_counter_ns()
+    m = backend.module_load(device, ptx_text, name)
+    hit = getattr(m, "cache_hit", None)
+    if hit is None:     # the CPU backend's module wraps ptx.host's, which knows
+        hit = getattr(getattr(m, "_module", None), "cache_hit", False)
+    profile.module_compiled(name, time.perf_counter_ns() - t0, bool(hit))
+    return m
 
 
 def ptx_from_image_address(image: int, device: int, name: str) -> str:

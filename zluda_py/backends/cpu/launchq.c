@@ -85,14 +85,48 @@ static struct item *take(uint64_t limit) {
     return it;
 }
 
+/* ZLUDA_PROFILE (zq_profile): launches, total and longest ns per kernel. Launches run one at a time, so
+   the thread running one owns the table; a full table drops what it cannot place. */
+#define PROF_SLOTS 512
+static struct prof { void *fn; uint64_t count, total_ns, max_ns; } prof[PROF_SLOTS];
+static int profiling;
+
+void zq_profile(int on) { profiling = on; }
+
+static void prof_add(void *fn, uint64_t ns) {
+    uint32_t h = (uint32_t)(((uintptr_t)fn >> 4) * 2654435761u) % PROF_SLOTS;
+    for (uint32_t n = 0; n < PROF_SLOTS; n++, h = (h + 1) % PROF_SLOTS) {
+        struct prof *p = &prof[h];
+        if (p->fn != fn && p->fn) continue;
+        p->count++;
+        p->total_ns += ns;
+        if (ns > p->max_ns) p->max_ns = ns;
+        __atomic_store_n(&p->fn, fn, __ATOMIC_RELEASE);
+        return;
+    }
+}
+
+/* Slot i's (kernel address, launches, total ns, max ns); 0 when i is out of range. */
+int zq_profile_get(uint32_t i, uint64_t *out) {
+    if (i >= PROF_SLOTS) return 0;
+    struct prof *p = &prof[i];
+    out[0] = (uint64_t)(uintptr_t)__atomic_load_n(&p->fn, __ATOMIC_ACQUIRE);
+    out[1] = p->count;
+    out[2] = p->total_ns;
+    out[3] = p->max_ns;
+    return 1;
+}
+
 static void run_item(struct item *it) {
     uint64_t *st = it->state;
     if (it->stamp) {
         __atomic_store_n(it->stamp, now_ns(), __ATOMIC_RELEASE);
     } else if (!__atomic_load_n(&st[0], __ATOMIC_ACQUIRE)) {
+        uint64_t t0 = profiling ? now_ns() : 0;
         int32_t r = Q.launch(it->fn, it->params, it->dims[0], it->dims[1], it->dims[2], it->dims[3],
                              it->dims[4], it->dims[5], it->static_shared, it->dyn_shared,
                              it->frame_bytes, it->flags);
+        if (profiling) prof_add(it->fn, now_ns() - t0);
         if (r) {
             st[1] = (uint64_t)(uintptr_t)it->fn;
             st[2] = it->dims[0];

@@ -31,6 +31,8 @@ ffi.cdef("""
     int zq_grace(uint32_t *claim, uint64_t grace_ns);
     void zq_post(uint64_t *slot, uint32_t *claim);
     int zq_park(uint64_t *slot, uint32_t seen, uint64_t spin_ns, uint64_t timeout_ns, uint64_t grace_ns);
+    void zq_profile(int on);
+    int zq_profile_get(uint32_t i, uint64_t *out);
 """)
 
 _lock = threading.Lock()
@@ -101,8 +103,24 @@ def launcher():
                 last_fault = getattr(rt, "ptx_rt_last_fault", None)
                 last_fault = ctypes.cast(last_fault, ctypes.c_void_p).value if last_fault is not None else 0
                 lib.zq_init(launch_ex, last_fault or 0, SPIN_NS)
+                from zluda_py import profile
+                if profile.ON:
+                    lib.zq_profile(1)
                 _launcher = lib
             except Exception as e:  # noqa: BLE001 - the Python path still works
                 log.error(f"native launch queue unavailable, launches take the Python path: {e}")
                 _launcher_failed = True
     return _launcher
+
+
+def profile_entries() -> list:
+    """ZLUDA_PROFILE's per-kernel figures of native launches: (kernel address, launches, total ns, max ns)."""
+    lib = _launcher
+    if lib is None:
+        return []
+    out, buf, i = [], ffi.new("uint64_t[4]"), 0
+    while lib.zq_profile_get(i, buf):
+        if buf[0] and buf[1]:
+            out.append((buf[0], buf[1], buf[2], buf[3]))
+        i += 1
+    return out

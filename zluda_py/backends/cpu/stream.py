@@ -8,7 +8,7 @@ import threading
 import time
 from collections import deque
 
-from zluda_py import log
+from zluda_py import log, profile
 from zluda_py.backends.base import BackendStream
 from zluda_py.backends.cpu import launchq, libc
 from zluda_py.backends.cpu.event import Completion, CpuEvent
@@ -24,6 +24,7 @@ _copy_holding_gil = libc._copy_holding_gil
 _null = libc._null
 
 _DISABLE_TIMING = 0x2     # CU_EVENT_DISABLE_TIMING
+_PROFILE = profile.ON     # time each launch of the Python path (ZLUDA_PROFILE)
 _kernel_names: dict = {}  # kernel address -> name, for the message of a native launch's fault
 _orphans: list = []       # (ticket, fault word) of streams collected while their launches were queued
 _stamps: list = []        # (ticket, uint64_t[1]) time stamps the launch queue has yet to write
@@ -255,7 +256,14 @@ class CpuStream(BackendStream):
             if self.fault is not None:
                 return  # the context is dead after a fault, as on a GPU; later kernels do not run
             try:
-                function.launch_raw(grid, block, address, shared_bytes, cooperative)
+                if _PROFILE:
+                    t0 = time.perf_counter_ns()
+                    try:
+                        function.launch_raw(grid, block, address, shared_bytes, cooperative)
+                    finally:
+                        profile.kernel_ran(getattr(function, "name", "?"), time.perf_counter_ns() - t0)
+                else:
+                    function.launch_raw(grid, block, address, shared_bytes, cooperative)
             except KernelFault as e:
                 raise CudaError(_FAULT_CODES.get(e.kind, CUDA_ERROR_LAUNCH_FAILED),
                                 f"kernel {getattr(function, 'name', '?')} stopped: {e}") from None

@@ -1,0 +1,181 @@
+"""ZLUDA_PROFILE=1: time spent in each driver API handler, each kernel's run time and each module's compile
+time, printed as one table at process exit (stderr, or ZLUDA_LOG_FILE)."""
+
+import os
+import threading
+import time
+
+from zluda_py import log
+
+ON = os.environ.get("ZLUDA_PROFILE", "0") not in ("", "0")
+_clock = time.perf_counter_ns
+_lock = threading.Lock()
+_calls: dict = {}       # function name -> [calls, total ns]
+_kernels: dict = {}     # kernel name -> [launches, total ns, max ns] (Python launch path)
+_modules: list = []     # (module name, ns, cache hit)
+_start = _clock()
+_installed = False
+_reported = False
+_MAX_CALLS, _MAX_KERNELS, _MAX_MODULES = 14, 10, 6
+
+
+def wrap(name: str, handler):
+    """`handler` timed into the per-function table (dispatch.py builds its table with it when ON)."""
+    st = _calls.setdefault(name, [0, 0])
+
+    def profiled(*values):
+        t0 = _clock()
+        try:
+            return handler(*values)
+        finally:
+            dt = _clock() - t0
+            with _lock:
+                st[0] += 1
+                st[1] += dt
+    return profiled
+
+
+def kernel_ran(name: str, ns: int) -> None:
+    """A kernel launch that ran on a Python thread took `ns` (native launches are timed in launchq.c)."""
+    with _lock:
+        st = _kernels.get(name)
+        if st is None:
+            st = _kernels[name] = [0, 0, 0]
+        st[0] += 1
+        st[1] += ns
+        if ns > st[2]:
+            st[2] = ns
+
+
+def module_compiled(name: str, ns: int, cache_hit: bool) -> None:
+    with _lock:
+        _modules.append((name, ns, cache_hit))
+
+
+def install() -> None:
+    """Arrange for the report at exit: Python's atexit when the host is Python, a C atexit handler in the
+    shim when the host is a C program (its embedded interpreter is never finalised)."""
+    global _installed
+    if _installed:
+        return
+    _installed = True
+    try:
+        import atexit
+        atexit.register(report)
+        from zluda_py import native
+        if native.lib is not None and hasattr(native.lib, "zluda_profile_at_exit"):
+            native.ffi.def_extern(name="zluda_profile_report", onerror=native._swallow)(report)
+            native.lib.zluda_profile_at_exit()
+    except Exception as e:  # noqa: BLE001 - profiling must not break the driver
+        log.error(f"ZLUDA_PROFILE: no report at exit: {e}")
+
+
+def short_name(mangled: str) -> str:
+    """The readable part of an Itanium-mangled name: '_Z9vectorAddPKfS0_Pfi' -> 'vectorAdd',
+    '_ZN2ns4scanIiEEvPT_' -> 'ns::scan<>'; other names unchanged."""
+    if not mangled.startswith("_Z"):
+        return mangled
+    s, i, parts = mangled, 2, []
+    nested = s.startswith("N", i)
+    if nested:
+        i += 1
+        while i < len(s) and s[i] in "rVK":
+            i += 1
+    while i < len(s) and s[i].isdigit():
+        j = i
+        while j < len(s) and s[j].isdigit():
+            j += 1
+        n = int(s[i:j])
+        parts.append(s[j:j + n])
+        i = j + n
+        if i < len(s) and s[i] == "I":
+            parts[-1] += "<>"
+            if not nested:
+                break
+            depth, i = 1, i + 1     # skip the template arguments to the next name component
+            while i < len(s) and depth:
+                depth += {"I": 1, "E": -1}.get(s[i], 0)
+                i += 1
+        if not nested:
+            break
+    return "::".join(parts) if parts else mangled
+
+
+def _clip(s: str, n: int) -> str:
+    return s if len(s) <= n else s[:n - 2] + ".."
+
+
+def _native_kernels() -> dict:
+    """Per-kernel figures of launches that ran on the native launch queue, by kernel name."""
+    out: dict = {}
+    try:
+        from zluda_py.backends.cpu import launchq, stream
+    except Exception:  # noqa: BLE001 - another backend
+        return out
+    for address, count, total, peak in launchq.profile_entries():
+        name = stream._kernel_names.get(address, f"kernel@{address:#x}")
+        st = out.setdefault(name, [0, 0, 0])
+        st[0] += count
+        st[1] += total
+        st[2] = max(st[2], peak)
+    return out
+
+
+def lines() -> list:
+    """The report, at most about 40 lines: the top entries by total time."""
+    from zluda_py import fastpath
+    wall = (_clock() - _start) / 1e9
+    with _lock:
+        calls = [(n, c, t) for n, (c, t) in _calls.items() if c]
+        kernels = {n: list(v) for n, v in _kernels.items()}
+        modules = list(_modules)
+    for n, (c, t, m) in _native_kernels().items():
+        st = kernels.setdefault(n, [0, 0, 0])
+        st[0] += c
+        st[1] += t
+        st[2] = max(st[2], m)
+    fast = "on" if fastpath.ON else "off: cuMemAlloc/cuMemFree/sync cuMemcpy are counted here too"
+    out = [f"ZLUDA_PROFILE pid {os.getpid()}, {wall:.3f} s since the driver was loaded (C fast path {fast})"]
+    calls.sort(key=lambda e: -e[2])
+    out.append(f"{'driver API':<34}{'calls':>9}{'total ms':>11}{'mean us':>10}")
+    for n, c, t in calls[:_MAX_CALLS]:
+        out.append(f"  {_clip(n, 32):<32}{c:>9}{t / 1e6:>11.3f}{t / c / 1e3:>10.1f}")
+    if len(calls) > _MAX_CALLS:
+        rest = calls[_MAX_CALLS:]
+        out.append(f"  ({len(rest)} more functions: {sum(c for _, c, _ in rest)} calls, "
+                   f"{sum(t for _, _, t in rest) / 1e6:.3f} ms)")
+    ks = sorted(kernels.items(), key=lambda e: -e[1][1])
+    out.append(f"{'kernel (device time)':<22}{'mangled':<22}{'launches':>9}{'total ms':>11}{'mean us':>10}"
+               f"{'max us':>10}")
+    if not ks:
+        out.append("  (no kernel ran)")
+    for n, (c, t, m) in ks[:_MAX_KERNELS]:
+        mangled = "" if short_name(n) == n else n
+        out.append(f"  {_clip(short_name(n), 19):<20}{_clip(mangled, 21):<22}{c:>9}{t / 1e6:>11.3f}"
+                   f"{t / max(c, 1) / 1e3:>10.1f}{m / 1e3:>10.1f}")
+    if len(ks) > _MAX_KERNELS:
+        out.append(f"  ({len(ks) - _MAX_KERNELS} more kernels)")
+    if modules:
+        hits = sum(1 for _, _, h in modules if h)
+        out.append(f"module loads: {len(modules) - hits} compiled "
+                   f"({sum(t for _, t, h in modules if not h) / 1e6:.1f} ms), {hits} from the cache "
+                   f"({sum(t for _, t, h in modules if h) / 1e6:.1f} ms)")
+        for n, t, h in sorted(modules, key=lambda e: -e[1])[:_MAX_MODULES]:
+            out.append(f"  {_clip(n, 40):<42}{'cache hit' if h else 'compiled':<10}{t / 1e6:>10.1f} ms")
+        if len(modules) > _MAX_MODULES:
+            out.append(f"  ({len(modules) - _MAX_MODULES} more module loads)")
+    return out
+
+
+def report() -> None:
+    """Print the table once; never raises (it runs at exit, inside the host application)."""
+    global _reported
+    try:
+        with _lock:
+            if _reported:
+                return
+            _reported = True
+        for line in lines():
+            log.write(line)
+    except BaseException:  # noqa: BLE001 - nothing may reach the host at exit
+        pass
