@@ -16,6 +16,7 @@ _modules: list = []     # (module name, ns, cache hit)
 _start = _clock()
 _installed = False
 _reported = False
+_pid = os.getpid()      # a forked child inherits the exit hooks but not the figures' meaning
 _MAX_CALLS, _MAX_KERNELS, _MAX_MODULES = 14, 10, 6
 
 
@@ -172,7 +173,7 @@ def report() -> None:
     global _reported
     try:
         with _lock:
-            if _reported:
+            if _reported or os.getpid() != _pid:
                 return
             _reported = True
         for line in lines():
