@@ -71,35 +71,87 @@ def install() -> None:
         log.error(f"ZLUDA_PROFILE: no report at exit: {e}")
 
 
-def short_name(mangled: str) -> str:
-    """The readable part of an Itanium-mangled name: '_Z9vectorAddPKfS0_Pfi' -> 'vectorAdd',
-    '_ZN2ns4scanIiEEvPT_' -> 'ns::scan<>'; other names unchanged."""
-    if not mangled.startswith("_Z"):
-        return mangled
-    s, i, parts = mangled, 2, []
-    nested = s.startswith("N", i)
-    if nested:
-        i += 1
-        while i < len(s) and s[i] in "rVK":
-            i += 1
-    while i < len(s) and s[i].isdigit():
-        j = i
-        while j < len(s) and s[j].isdigit():
-            j += 1
-        n = int(s[i:j])
-        parts.append(s[j:j + n])
-        i = j + n
-        if i < len(s) and s[i] == "I":
-            parts[-1] += "<>"
+_BUILTIN = {"v": "void", "b": "bool", "c": "char", "a": "signed char", "h": "unsigned char", "s": "short",
+            "t": "unsigned short", "i": "int", "j": "unsigned", "l": "long", "m": "unsigned long",
+            "x": "long long", "y": "unsigned long long", "f": "float", "d": "double", "Dh": "half"}
+
+
+def _type(s: str, i: int):
+    """One mangled type or template argument at s[i:]: (readable text, index after it); ValueError for
+    what this small reader does not know (substitutions, function types...)."""
+    c = s[i]
+    if c in "PRK":
+        t, i = _type(s, i + 1)
+        return ("const " + t if c == "K" else t + ("*" if c == "P" else "&")), i
+    if c == "L":        # literal: L <type> <digits, n for minus> E
+        j = s.index("E", i)
+        k = i + 1 + (2 if s[i + 1] == "D" else 1)
+        return s[k:j].replace("n", "-"), j + 1
+    if c == "N" or c.isdigit():
+        nested, i, comps = c == "N", i + (c == "N"), []
+        while s[i].isdigit():
+            j = i
+            while s[j].isdigit():
+                j += 1
+            comps.append(s[j:j + int(s[i:j])])
+            i = j + int(s[i:j])
+            if s[i] == "I":
+                targs, i = _template_args(s, i + 1)
+                comps[-1] += targs
             if not nested:
                 break
-            depth, i = 1, i + 1     # skip the template arguments to the next name component
-            while i < len(s) and depth:
-                depth += {"I": 1, "E": -1}.get(s[i], 0)
+        if nested:
+            if s[i] != "E":
+                raise ValueError(s)
+            i += 1
+        return "::".join(comps), i
+    if s[i:i + 2] in _BUILTIN:
+        return _BUILTIN[s[i:i + 2]], i + 2
+    if c in _BUILTIN:
+        return _BUILTIN[c], i + 1
+    raise ValueError(s)
+
+
+def _template_args(s: str, i: int):
+    """Template arguments from just after their 'I': ('<a, b>', index after the 'E')."""
+    args = []
+    while s[i] != "E":
+        t, i = _type(s, i)
+        args.append(t)
+    return "<" + ", ".join(args) + ">", i + 1
+
+
+def short_name(mangled: str) -> str:
+    """The readable part of an Itanium-mangled name: '_Z9vectorAddPKfS0_Pfi' -> 'vectorAdd',
+    '_ZN2ns4scanIiLi3EEEvPT_' -> 'ns::scan<int, 3>'; other names unchanged (never raises)."""
+    if not mangled.startswith("_Z"):
+        return mangled
+    try:
+        s, i, parts = mangled, 2, []
+        nested = s.startswith("N", i)
+        if nested:
+            i += 1
+            while i < len(s) and s[i] in "rVK":
                 i += 1
-        if not nested:
-            break
-    return "::".join(parts) if parts else mangled
+        while i < len(s) and s[i].isdigit():
+            j = i
+            while j < len(s) and s[j].isdigit():
+                j += 1
+            n = int(s[i:j])
+            parts.append(s[j:j + n])
+            i = j + n
+            if i < len(s) and s[i] == "I":
+                try:
+                    targs, i = _template_args(s, i + 1)
+                except (IndexError, ValueError):
+                    parts[-1] += "<...>"
+                    break
+                parts[-1] += targs
+            if not nested:
+                break
+        return "::".join(parts) if parts and all(parts) else mangled
+    except (IndexError, ValueError):
+        return mangled
 
 
 def _clip(s: str, n: int) -> str:
@@ -146,13 +198,13 @@ def lines() -> list:
         out.append(f"  ({len(rest)} more functions: {sum(c for _, c, _ in rest)} calls, "
                    f"{sum(t for _, _, t in rest) / 1e6:.3f} ms)")
     ks = sorted(kernels.items(), key=lambda e: -e[1][1])
-    out.append(f"{'kernel (device time)':<22}{'mangled':<22}{'launches':>9}{'total ms':>11}{'mean us':>10}"
+    out.append(f"{'kernel (device time)':<36}{'mangled':<14}{'launches':>7}{'total ms':>11}{'mean us':>10}"
                f"{'max us':>10}")
     if not ks:
         out.append("  (no kernel ran)")
     for n, (c, t, m) in ks[:_MAX_KERNELS]:
         mangled = "" if short_name(n) == n else n
-        out.append(f"  {_clip(short_name(n), 19):<20}{_clip(mangled, 21):<22}{c:>9}{t / 1e6:>11.3f}"
+        out.append(f"  {_clip(short_name(n), 33):<34}{_clip(mangled, 13):<14}{c:>7}{t / 1e6:>11.3f}"
                    f"{t / max(c, 1) / 1e3:>10.1f}{m / 1e3:>10.1f}")
     if len(ks) > _MAX_KERNELS:
         out.append(f"  ({len(ks) - _MAX_KERNELS} more kernels)")
