@@ -94,26 +94,39 @@ class Function:
         attrs = device_props(self.device).attributes
         default = attrs.get(ATTR_DEV_MAX_SHARED_PER_BLOCK, 48 * 1024)
         opted = self.settable[ATTR_MAX_DYNAMIC_SHARED_SIZE_BYTES]
-        return max(default - self.info.static_shared_bytes, opted)
+        return max(default - self.static_shared(), opted)
+
+    def static_shared(self) -> int:
+        """Static shared bytes of the variables this kernel uses, as ptxas counts them: the backend's
+        number covers every static variable of the module (their common area is laid out once)."""
+        total = self.info.static_shared_bytes
+        if not total:
+            return 0            # no static shared at all: no need to parse the module again
+        r = self.module.kernel_resources(self.name)
+        return min(r.shared_bytes, total) if r is not None else total
+
+    def num_regs(self) -> int:
+        """Registers per thread ptxas would give the kernel (estimate), within a JIT -maxrregcount."""
+        r = self.module.kernel_resources(self.name)
+        if r is None:
+            return self.info.num_regs
+        # a JIT option (-maxrregcount) bounds what the kernel's own .maxnreg does not
+        cap = self.module.max_registers if r.maxnreg is None else None
+        return min(r.num_regs, cap) if cap else r.num_regs
 
     def get_attribute(self, attrib: int) -> int:
         info = self.info
         if attrib == ATTR_MAX_THREADS_PER_BLOCK:
             return self.max_threads()
         if attrib == ATTR_SHARED_SIZE_BYTES:
-            return info.static_shared_bytes
+            return self.static_shared()
         if attrib == ATTR_CONST_SIZE_BYTES:
             r = self.module.kernel_resources(self.name)
             return r.const_bytes if r is not None else info.const_bytes
         if attrib == ATTR_LOCAL_SIZE_BYTES:
             return info.local_bytes
         if attrib == ATTR_NUM_REGS:
-            r = self.module.kernel_resources(self.name)
-            if r is None:
-                return info.num_regs
-            # a JIT option (-maxrregcount) bounds what the kernel's own .maxnreg does not
-            cap = self.module.max_registers if r.maxnreg is None else None
-            return min(r.num_regs, cap) if cap else r.num_regs
+            return self.num_regs()
         if attrib == ATTR_PTX_VERSION:
             r = self.module.kernel_resources(self.name)
             if r is not None and r.target_sm:
@@ -136,10 +149,11 @@ class Function:
             raise CudaError(CUDA_ERROR_INVALID_VALUE, f"function attribute {attrib} is read-only or unknown")
         if attrib == ATTR_MAX_DYNAMIC_SHARED_SIZE_BYTES:
             optin = device_props(self.device).attributes.get(ATTR_DEV_MAX_SHARED_PER_BLOCK_OPTIN, 48 * 1024)
-            if value < 0 or value + self.info.static_shared_bytes > optin:
+            static = self.static_shared()
+            if value < 0 or value + static > optin:
                 raise CudaError(CUDA_ERROR_INVALID_VALUE,
                                 f"{self.name}: dynamic shared memory {value} + static "
-                                f"{self.info.static_shared_bytes} exceeds the opt-in maximum {optin}")
+                                f"{static} exceeds the opt-in maximum {optin}")
         if attrib == ATTR_PREFERRED_SHARED_MEMORY_CARVEOUT and not (-1 <= value <= 100):
             raise CudaError(CUDA_ERROR_INVALID_VALUE, f"shared memory carveout {value} is not -1..100")
         self.settable[attrib] = value
