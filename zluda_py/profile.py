@@ -158,20 +158,21 @@ def _clip(s: str, n: int) -> str:
     return s if len(s) <= n else s[:n - 2] + ".."
 
 
-def _native_kernels() -> dict:
-    """Per-kernel figures of launches that ran on the native launch queue, by kernel name."""
+def _native_kernels():
+    """Per-kernel figures of launches that ran on the native launch queue, by kernel name, and how many
+    launches it still holds."""
     out: dict = {}
     try:
         from zluda_py.backends.cpu import launchq, stream
     except Exception:  # noqa: BLE001 - another backend
-        return out
+        return out, 0
     for address, count, total, peak in launchq.profile_entries():
         name = stream._kernel_names.get(address, f"kernel@{address:#x}")
         st = out.setdefault(name, [0, 0, 0])
         st[0] += count
         st[1] += total
         st[2] = max(st[2], peak)
-    return out
+    return out, launchq.pending()
 
 
 def lines() -> list:
@@ -182,7 +183,8 @@ def lines() -> list:
         calls = [(n, c, t) for n, (c, t) in _calls.items() if c]
         kernels = {n: list(v) for n, v in _kernels.items()}
         modules = list(_modules)
-    for n, (c, t, m) in _native_kernels().items():
+    native, queued = _native_kernels()
+    for n, (c, t, m) in native.items():
         st = kernels.setdefault(n, [0, 0, 0])
         st[0] += c
         st[1] += t
@@ -200,7 +202,7 @@ def lines() -> list:
     ks = sorted(kernels.items(), key=lambda e: -e[1][1])
     out.append(f"{'kernel (device time)':<36}{'mangled':<14}{'launches':>7}{'total ms':>11}{'mean us':>10}"
                f"{'max us':>10}")
-    if not ks:
+    if not ks and not queued:
         out.append("  (no kernel ran)")
     for n, (c, t, m) in ks[:_MAX_KERNELS]:
         mangled = "" if short_name(n) == n else n
@@ -208,6 +210,8 @@ def lines() -> list:
                    f"{t / max(c, 1) / 1e3:>10.1f}{m / 1e3:>10.1f}")
     if len(ks) > _MAX_KERNELS:
         out.append(f"  ({len(ks) - _MAX_KERNELS} more kernels)")
+    if queued:
+        out.append(f"  ({queued} launches not finished by exit, not counted)")
     if modules:
         hits = sum(1 for _, _, h in modules if h)
         out.append(f"module loads: {len(modules) - hits} compiled "

@@ -275,6 +275,13 @@ uint64_t zq_stamp(uint64_t *dst) {
 
 uint64_t zq_done(void) { return atomic_load(&Q.done); }
 
+uint64_t zq_submitted(void) {
+    pthread_mutex_lock(&Q.mu);
+    uint64_t n = Q.submitted;
+    pthread_mutex_unlock(&Q.mu);
+    return n;
+}
+
 /* Block until ticket has run: run queued launches up to it here when the launcher has not started them
    (this thread would only wait), else spin up to spin_ns, then sleep. Called with the GIL released. */
 void zq_wait(uint64_t ticket, uint64_t spin_ns) {

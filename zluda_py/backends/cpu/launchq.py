@@ -33,6 +33,7 @@ ffi.cdef("""
     int zq_park(uint64_t *slot, uint32_t seen, uint64_t spin_ns, uint64_t timeout_ns, uint64_t grace_ns);
     void zq_profile(int on);
     int zq_profile_get(uint32_t i, uint64_t *out);
+    uint64_t zq_submitted(void);
 """)
 
 _lock = threading.Lock()
@@ -111,6 +112,12 @@ def launcher():
                 log.error(f"native launch queue unavailable, launches take the Python path: {e}")
                 _launcher_failed = True
     return _launcher
+
+
+def pending() -> int:
+    """Launches (and time stamps) queued that have not run yet."""
+    lib = _launcher
+    return lib.zq_submitted() - DONE[0] if lib is not None else 0
 
 
 def profile_entries() -> list:
