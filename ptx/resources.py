@@ -230,6 +230,11 @@ class _SharedLayout:
             if isinstance(st, A.Instruction):
                 for op in st.operands:
                     _operand_names(op, named)
+                if st.opcode == "call":
+                    target = next((o for o in st.operands if not isinstance(o, A.ParenList)), None)
+                    if isinstance(target, A.Reg):
+                        # through a pointer that may come from anywhere in the module: any function
+                        named.update(n for n, f in self.funcs.items() if f.kind == "func")
         for n in named:
             seen.add((name, n) if _is_static_shared(flat.decls.get(n)) else n)
         for bt in flat.branch_targets.values():

@@ -427,3 +427,53 @@ def test_bad_input(cu, occ):
     assert cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(None, f, 32, ctypes.c_size_t(0)) == INVALID_VALUE
     s = ctypes.c_size_t()
     assert cu.cuOccupancyAvailableDynamicSMemPerBlock(ctypes.byref(s), f, 0, 32) == INVALID_VALUE
+
+
+POINTER_PTX = """
+.version 8.0
+.target sm_86
+.address_size 64
+.shared .align 4 .b8 a[100];
+.shared .align 8 .b8 b[16];
+.func (.reg .b32 r) fa(.reg .b32 v)
+{
+    st.shared.u32 [a], v;
+    ld.shared.u32 r, [a];
+    ret;
+}
+.func (.reg .b32 r) fb(.reg .b32 v)
+{
+    st.shared.u32 [b+12], v;
+    ld.shared.u32 r, [b+12];
+    ret;
+}
+.visible .entry take(.param .u64 out_)
+{
+    .reg .b64 %rd<3>;
+    ld.param.u64 %rd1, [out_];
+    mov.u64 %rd2, fb;
+    st.global.u64 [%rd1], %rd2;
+    ret;
+}
+.visible .entry indirect(.param .u64 out_)
+{
+    .reg .b32 %r<3>;
+    .reg .b64 %rd<3>;
+    proto: .callprototype (.reg .b32 _) _ (.reg .b32 _);
+    ld.param.u64 %rd1, [out_];
+    ld.global.u64 %rd2, [%rd1];
+    mov.u32 %r1, 1;
+    call (%r2), %rd2, (%r1), proto;
+    st.global.u32 [%rd1], %r2;
+    ret;
+}
+"""
+
+
+def test_shared_size_through_function_pointers(cu):
+    mod = load(cu, POINTER_PTX)
+    # taking fb's address may hand it to a caller: its variable counts
+    assert attr(cu, func(cu, mod, "take"), SHARED) == 16
+    # a call through a pointer may reach any function of the module: a, then b at 8
+    assert attr(cu, func(cu, mod, "indirect"), SHARED) == 104 + 16
+    ok(cu.cuModuleUnload(ctypes.c_uint64(mod)))
