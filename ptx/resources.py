@@ -254,3 +254,25 @@ class _SharedLayout:
                 a = _decl_align(d) or 1
                 off = -(-off // a) * a + _decl_size(d)
         return off
+
+
+def referenced_common_end(module: A.Module, common_offsets: dict) -> dict:
+    """{entry name: end of the last common-area shared variable the kernel can reach}, for a compiler
+    that lays the module-level and .func-body variables out once at `common_offsets` (name -> offset)
+    and could start each kernel's own variables, and so its reservation, right after that end."""
+    funcs = {f.name: f for f in module.items if isinstance(f, A.Function) and f.body is not None}
+    flats: dict = {}
+    layout = _SharedLayout(module, funcs, flats)
+    common = dict(layout.common)
+    out = {}
+    for name, fn in funcs.items():
+        if fn.kind != "entry":
+            continue
+        end = 0
+        for key in layout._names(name):
+            d = common.get(key)
+            n = key if isinstance(key, str) else key[1]
+            if d is not None and n in common_offsets:
+                end = max(end, common_offsets[n] + _decl_size(d))
+        out[name] = end
+    return out

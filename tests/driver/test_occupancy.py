@@ -7,7 +7,6 @@ registers in 256-unit warp allocations over 4 sub-partitions, shared memory in 1
 import ctypes
 import os
 
-import numpy as np
 import pytest
 
 MAX_THREADS, SHARED, NUM_REGS = 0, 1, 4
@@ -477,3 +476,12 @@ def test_shared_size_through_function_pointers(cu):
     # a call through a pointer may reach any function of the module: a, then b at 8
     assert attr(cu, func(cu, mod, "indirect"), SHARED) == 104 + 16
     ok(cu.cuModuleUnload(ctypes.c_uint64(mod)))
+
+
+def test_referenced_common_end():
+    # the helper a compiler would use to reserve per kernel only up to the variables it can reach
+    import ptx
+    from ptx.resources import referenced_common_end
+    offsets = {"a": 0, "b": 100, "c": 304}             # the module's common area, laid out once
+    got = referenced_common_end(ptx.parse(SHARED_PTX, check=False), offsets)
+    assert got == {"use_a": 100, "both": 368, "own": 100, "none": 0}
