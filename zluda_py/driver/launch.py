@@ -112,9 +112,12 @@ def check_configuration(f: Function, grid: tuple, block: tuple, shared: int, sha
             raise CudaError(shape_error, f"{f.name}: block dimension {'xyz'[axis]}={block[axis]} > {bmax[axis]}")
     if bx * by * bz > max_threads:
         raise CudaError(shape_error, f"{f.name}: {bx * by * bz} threads per block > {max_threads}")
+    exact = f.dynamic_shared_limit()
+    if 0 <= shared <= exact:
+        return
     raise CudaError(CUDA_ERROR_INVALID_VALUE,
-                    f"{f.name}: {shared} bytes of dynamic shared memory > {max_shared} "
-                    f"(static {f.info.static_shared_bytes})")
+                    f"{f.name}: {shared} bytes of dynamic shared memory > {exact} "
+                    f"(static {f.static_shared()})")
 
 
 def launch(hfunc, grid, block, shared, hstream, kernel_params, extra, per_thread=False, cooperative=False):

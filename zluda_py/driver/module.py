@@ -86,15 +86,19 @@ class Function:
             attrs = device_props(self.device).attributes
             grid = tuple(attrs.get(a, d) for a, d in ((5, (1 << 31) - 1), (6, 65535), (7, 65535)))
             block = tuple(attrs.get(a, d) for a, d in ((2, 1024), (3, 1024), (4, 64)))
-            lim = self._limits = (grid, block, self.max_threads(), self.dynamic_shared_limit())
+            # The module-wide static size bounds the kernel's own from above, so this limit is safe without
+            # re-reading the PTX; a launch asking for more checks the exact limit (launch.py) first.
+            lim = self._limits = (grid, block, self.max_threads(), self.dynamic_shared_limit(exact=False))
         return lim
 
-    def dynamic_shared_limit(self) -> int:
-        """Largest dynamic shared memory a launch may ask for."""
+    def dynamic_shared_limit(self, exact: bool = True) -> int:
+        """Largest dynamic shared memory a launch may ask for (exact=False: a lower bound that needs no
+        second parse of the module)."""
         attrs = device_props(self.device).attributes
         default = attrs.get(ATTR_DEV_MAX_SHARED_PER_BLOCK, 48 * 1024)
         opted = self.settable[ATTR_MAX_DYNAMIC_SHARED_SIZE_BYTES]
-        return max(default - self.static_shared(), opted)
+        static = self.static_shared() if exact else self.info.static_shared_bytes
+        return max(default - static, opted)
 
     def static_shared(self) -> int:
         """Static shared bytes of the variables this kernel uses, as ptxas counts them: the backend's
