@@ -40,6 +40,7 @@ class KernelInfo:
     # (static_shared_bytes is what cuFuncGetAttribute reports: exactly what the variables take)
     shared_reserve_bytes: int = 0
     fallback_slot: str = None        # global holding the address of its lazily built fallback
+    warp_regions: bool = False       # region loops with warp collectives (shfl/vote) as split points
 
 
 # The loads every generated block function starts with: grid x/y, block x/y/z from the launch, the
@@ -339,6 +340,7 @@ def emit_kernel(func: A.Function, flat, mctx: ModuleContext, has_sync: bool, out
 
     sym = llvm_name("k", func.name)
     fallback_slot = None
+    warp_ops = False
     if not has_sync:
         text, local_bytes = _emit_fast_kernel(func, flat, mctx, sym)
         frame_bytes = 0
@@ -346,10 +348,12 @@ def emit_kernel(func: A.Function, flat, mctx: ModuleContext, has_sync: bool, out
     else:
         text, frame_bytes, local_bytes, sync_sites, sync_em = _emit_sync_thread(func, flat, mctx)
         out_funcs.append(text)
-        barrier_only = all(sync_kind(st) != "warp" and not (st.opcode in ("bar", "barrier")
-                                                               and "red" in st.mods)
-                           for st in flat.body if isinstance(st, A.Instruction) and sync_kind(st))
-        region = barrier_only and _emit_region_kernel(func, flat, mctx, sym, frame_bytes, sync_em)
+        syncs = [st for st in flat.body if isinstance(st, A.Instruction) and sync_kind(st)]
+        has_red = any(st.opcode in ("bar", "barrier") and "red" in st.mods for st in syncs)
+        warp_ops = any(sync_kind(st) == "warp" for st in syncs)
+        barrier_only = not warp_ops and not has_red
+        region = not has_red and _emit_region_kernel(func, flat, mctx, sym, frame_bytes, sync_em,
+                                                     warp=warp_ops)
         if region:
             # The resumable thread now only serves the rare fallback, which goes to a module of its
             # own, compiled on first use (ptx.host): about half the compile time of such a kernel.
@@ -358,8 +362,12 @@ def emit_kernel(func: A.Function, flat, mctx: ModuleContext, has_sync: bool, out
             out_funcs.extend(region_fns)
             head, _, rest = text.partition("\n")
             mctx.fallback_funcs.append(head.replace(") {", ") noinline optsize cold {", 1) + "\n" + rest)
-            fallback = _emit_barrier_block_fn(func, f'@"gb.{func.name}"', frame_bytes, [],
-                                              from_frames=True)
+            if warp_ops:
+                fallback = _emit_warp_block_fn(func, f'@"gb.{func.name}"', frame_bytes, mctx,
+                                               from_frames=True)
+            else:
+                fallback = _emit_barrier_block_fn(func, f'@"gb.{func.name}"', frame_bytes, [],
+                                                  from_frames=True)
             head, _, rest = fallback.partition("\n")
             mctx.fallback_funcs.append(head.replace(") {", ") noinline optsize cold {", 1) + "\n" + rest)
             mctx.fallback_funcs.append(convert_fn)
@@ -373,7 +381,7 @@ def emit_kernel(func: A.Function, flat, mctx: ModuleContext, has_sync: bool, out
     return KernelInfo(func.name, f"k.{func.name}", params, param_size, static_shared, local_bytes,
                       frame_bytes, has_sync, func.directives.get("maxntid"),
                       func.directives.get("reqntid"), [p.type.name for p in func.params], shared_reserve,
-                      fallback_slot=fallback_slot)
+                      fallback_slot=fallback_slot, warp_regions=bool(fallback_slot) and warp_ops)
 
 
 def _emit_fast_kernel(func, flat, mctx, sym):
@@ -620,7 +628,7 @@ done:
 }}"""
 
 
-def _emit_warp_block_fn(func, sym, frame_bytes, mctx):
+def _emit_warp_block_fn(func, sym, frame_bytes, mctx, from_frames=False):
     """Kernels with warp collectives (or bar.red): warp by warp, every runnable lane runs (the thread
     function inlined here) until it suspends; warp_scheduler.c computes the collectives and resumes
     the lanes; once every thread is done or at a block barrier, the barrier is released."""
@@ -628,7 +636,9 @@ def _emit_warp_block_fn(func, sym, frame_bytes, mctx):
     mctx.declare("declare i32 @ptx_sched_release_barrier(ptr, i32, i32)")
     mctx.declare("declare i32 @llvm.umin.i32(i32, i32)")
     fb = frame_bytes
-    return f"""define i32 {sym}(ptr %L, i64 %first, i64 %last, ptr %W) {{
+    # from_frames: the threads' frames already hold their state (a region kernel fell back here)
+    linkage = "internal " if from_frames else ""
+    return f"""define {linkage}i32 {sym}(ptr %L, i64 %first, i64 %last, ptr %W) {{
 entry:
 {_BLOCK_FN_ENTRY}  %bxy = mul i32 %bx, %by
   %n = mul i32 %bxy, %bz
@@ -640,7 +650,7 @@ entry:
   br i1 %ne, label %head, label %done
 head:
   %b = phi i64 [ %first, %entry ], [ %b.next, %next ]
-{_BLOCK_COORDS}  br label %init
+{_BLOCK_COORDS}  br i1 {'false' if from_frames else 'true'}, label %init, label %outer
 init:
   %it = phi i32 [ 0, %head ], [ %it.next, %init ]
   %it64 = zext i32 %it to i64
@@ -837,15 +847,19 @@ MAX_REGIONS = 16
 TX_LOOP_MD = ", !llvm.loop !8998"
 
 
-def _region_ready(func, flat, sync_em):
-    """Block barriers only, each a plain `bar.sync <imm>` (every thread of the block waits), no
-    frame-resident .local/.param variables and few enough regions to inline each one."""
+def _region_ready(func, flat, sync_em, warp=False):
+    """Block barriers only, each a plain `bar.sync <imm>` (every thread of the block waits), and with
+    `warp` shfl/vote too; no frame-resident .local/.param variables and few enough regions to inline
+    each one."""
     if any(d.space in ("local", "param") for d in flat.decls.values()):
         return False
     if not sync_em.sync_sites or len(sync_em.sync_sites) > MAX_REGIONS:
         return False
     for st in flat.body:
-        if isinstance(st, A.Instruction) and sync_kind(st):
+        if isinstance(st, A.Instruction) and sync_kind(st) == "warp":
+            if not (warp and _warp_region_op(st)):
+                return False
+        elif isinstance(st, A.Instruction) and sync_kind(st):
             mods = set(st.mods)
             if st.opcode not in ("bar", "barrier") or mods & {"red", "arrive", "warp", "cluster"}:
                 return False
@@ -991,11 +1005,216 @@ def _remat_chain(regs, remat, body, is_reg):
     return sorted(out)
 
 
-def _emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat):
-    """Region k (0: the kernel's start, else: after barrier site k) as one loop over the block's
+def _warp_region_op(st):
+    """shfl and vote: warp collectives a region loop can evaluate from its exchange slots."""
+    from ptx.codegen.ops_warp import SHFL_MODES, VOTE_MODES
+    if st.opcode == "shfl":
+        return any(m in SHFL_MODES for m in st.mods) and len(st.operands) >= 4
+    if st.opcode == "vote":
+        return any(m in VOTE_MODES for m in st.mods) and len(st.operands) >= 2
+    return False
+
+
+# Exchange slots of a warp collective in the SoA area: the frame header's offsets, one element per
+# thread (soa + off * n + t * size); the per-warp ballot of a vote at FH_COUNT (indexed by warp).
+_X_FIELDS = ((FE.FH_MASK, "i32"), (FE.FH_B, "i32"), (FE.FH_C, "i32"), (FE.FH_PRED_IN, "i32"))
+_X_A, _X_BALLOT = FE.FH_A, FE.FH_COUNT
+
+
+def _range_loops(f, bx, by, ranged):
+    """The thread loops' headers. Ranged (kernels with warp collectives): only the threads of linear
+    ids [lo, hi) run (the others exited), and the loops track the live threads' smallest and largest
+    id and their count, so that the block can go on with the live threads as one range."""
+    acc = ["mn", "mx"] + (["l0", "l1", "c"] if ranged else [])
+    init = {"mn": "-1", "mx": "0", "l0": "-1", "l1": "0", "c": "0"}
+    f.label("tz.head")
+    f.emit("%tid.z = phi i32 [ 0, %entry ], [ %tz.next, %tz.latch ]")
+    for a in acc:
+        f.emit(f"%{a}.z = phi i32 [ {init[a]}, %entry ], [ %{a}.r, %tz.latch ]")
+    f.term("br label %ty.head")
+    f.label("ty.head")
+    f.emit("%tid.y = phi i32 [ 0, %tz.head ], [ %ty.next, %ty.latch ]")
+    for a in acc:
+        f.emit(f"%{a}.y = phi i32 [ %{a}.z, %tz.head ], [ %{a}.r, %ty.latch ]")
+    f.emit(f"%lz = mul i32 %tid.z, {by}")
+    f.emit("%lzy = add i32 %lz, %tid.y")
+    f.emit(f"%lzyx = mul i32 %lzy, {bx}")
+    if ranged:
+        # this row's part of [lo, hi)
+        f.emit("%xs0 = sub i32 %lo, %lzyx")
+        f.emit("%xs1 = call i32 @llvm.smax.i32(i32 %xs0, i32 0)")
+        f.emit(f"%xs = call i32 @llvm.smin.i32(i32 %xs1, i32 {bx})")
+        f.emit("%xe0 = sub i32 %hi, %lzyx")
+        f.emit("%xe1 = call i32 @llvm.smax.i32(i32 %xe0, i32 0)")
+        f.emit(f"%xe = call i32 @llvm.smin.i32(i32 %xe1, i32 {bx})")
+        f.emit("%rowne = icmp slt i32 %xs, %xe")
+        f.term("br i1 %rowne, label %tx.head, label %ty.latch")
+    else:
+        f.term("br label %tx.head")
+    f.label("tx.head")
+    f.emit(f"%tid.x = phi i32 [ {'%xs' if ranged else 0}, %ty.head ], [ %tx.next, %tx.latch ]")
+    for a in acc:
+        f.emit(f"%{a} = phi i32 [ %{a}.y, %ty.head ], [ %{a}.next, %tx.latch ]")
+    f.emit("%lin = add i32 %lzyx, %tid.x")
+    return acc
+
+
+def _range_latches(f, mctx, bx, by, bz, acc, ranged):
+    # ranged: an exited thread leaves the range instead of disagreeing
+    f.emit(f"%mn.next = call i32 @llvm.umin.i32(i32 %mn, i32 {'%site.k' if ranged else '%site'})")
+    f.emit("%mx.next = call i32 @llvm.umax.i32(i32 %mx, i32 %site)")
+    for fn in ("umin", "umax", "smin", "smax"):
+        mctx.declare(f"declare i32 @llvm.{fn}.i32(i32, i32)")
+    if ranged:
+        f.emit("%lk = select i1 %live, i32 %lin, i32 -1")
+        f.emit("%l0.next = call i32 @llvm.umin.i32(i32 %l0, i32 %lk)")
+        f.emit("%lin1 = add i32 %lin, 1")
+        f.emit("%lk1 = select i1 %live, i32 %lin1, i32 0")
+        f.emit("%l1.next = call i32 @llvm.umax.i32(i32 %l1, i32 %lk1)")
+        f.emit("%cinc = zext i1 %live to i32")
+        f.emit("%c.next = add i32 %c, %cinc")
+    f.emit("%tx.next = add nuw i32 %tid.x, 1")
+    f.emit(f"%tx.c = icmp ult i32 %tx.next, {'%xe' if ranged else bx}")
+    # unrolling the thread loops of every region costs compile time for little gain (the y/z
+    # loops too: unrolling one copies the whole x loop)
+    mctx.add_helper("region.tx.md", '!8998 = distinct !{!8998, !8999}\n'
+                                    '!8999 = !{!"llvm.loop.unroll.disable"}\n'
+                                    '!8996 = distinct !{!8996, !8999}\n'
+                                    '!8997 = distinct !{!8997, !8999}')
+    f.term("br i1 %tx.c, label %tx.head, label %ty.latch" + TX_LOOP_MD)
+    f.label("ty.latch")
+    for a in acc:
+        if ranged:
+            f.emit(f"%{a}.r = phi i32 [ %{a}.next, %tx.latch ], [ %{a}.y, %ty.head ]")
+        else:
+            f.emit(f"%{a}.r = phi i32 [ %{a}.next, %tx.latch ]")
+    f.emit("%ty.next = add nuw i32 %tid.y, 1")
+    f.emit(f"%ty.c = icmp ult i32 %ty.next, {by}")
+    f.term("br i1 %ty.c, label %ty.head, label %tz.latch, !llvm.loop !8996")
+    f.label("tz.latch")
+    f.emit("%tz.next = add nuw i32 %tid.z, 1")
+    f.emit(f"%tz.c = icmp ult i32 %tz.next, {bz}")
+    f.term("br i1 %tz.c, label %tz.head, label %agree, !llvm.loop !8997")
+    f.label("agree")
+    f.emit("%same = icmp eq i32 %mn.r, %mx.r")
+    if ranged:
+        # go on only if the live threads are one range, all at the same collective or barrier
+        f.emit("%span = sub i32 %l1.r, %l0.r")
+        f.emit("%dense = icmp eq i32 %span, %c.r")
+        f.emit("%ok = and i1 %same, %dense")
+        f.emit("%none = icmp eq i32 %c.r, 0")
+        f.emit("%res1 = select i1 %ok, i32 %mn.r, i32 -1")
+        f.emit("%res = select i1 %none, i32 0, i32 %res1")
+        f.emit("store i32 %l0.r, ptr %rng")
+        f.emit("%hip.out = getelementptr i32, ptr %rng, i64 1")
+        f.emit("store i32 %l1.r, ptr %hip.out")
+    else:
+        f.emit("%res = select i1 %same, i32 %mn.r, i32 -1")
+    f.term("ret i32 %res")
+
+
+def _operand_value(em, op, ptype, remat, slot_load):
+    """A collective's operand recomputed where it is a constant for the thread (an immediate, a
+    rematerialised register), so LLVM sees e.g. a constant shuffle distance; else its exchange slot."""
+    if isinstance(op, A.Imm):
+        return em.read(op, ptype)
+    if isinstance(op, A.Reg) and (op.name in remat or (not em.is_register(op.name)
+                                                         and op.name in THREAD_CONSTANT_SPECIALS)):
+        return em.read(op, ptype)
+    return slot_load()
+
+
+def _warp_result(em, st, remat, hslot, mctx):
+    """Evaluates the collective `st` for this thread from the exchange slots its warp's lanes filled,
+    as warp_scheduler.c's resolve_group does for a group = the live lanes (all at this collective):
+    writes the frame header's result fields, which the instruction's `after` reads."""
+    from ptx.codegen.ops_warp import SHFL_MODES, VOTE_MODES
+    f = em.f
+    ops = st.operands
+    lane = f.op("and i32 %lin, 31")
+    wb = f.op("sub i32 %lin, " + lane)
+    if st.opcode == "shfl":
+        mode = next(SHFL_MODES[m] for m in st.mods if m in SHFL_MODES)
+        b = _operand_value(em, ops[2], "u32", remat, lambda: f.op(f"load i32, ptr {hslot(FE.FH_B, 'i32')}"))
+        c = _operand_value(em, ops[3], "u32", remat, lambda: f.op(f"load i32, ptr {hslot(FE.FH_C, 'i32')}"))
+        bval = f.op(f"and i32 {b}, 31")
+        cval = f.op(f"and i32 {c}, 31")
+        seg0 = f.op(f"lshr i32 {c}, 8")
+        seg = f.op(f"and i32 {seg0}, 31")
+        nseg = f.op(f"xor i32 {seg}, -1")
+        minl = f.op(f"and i32 {lane}, {seg}")
+        maxl = f.op(f"or i32 {minl}, " + f.op(f"and i32 {cval}, {nseg}"))
+        if mode == 0:
+            j = f.op(f"sub i32 {lane}, {bval}")
+            pv = f.op(f"icmp sge i32 {j}, {maxl}")
+        elif mode == 1:
+            j = f.op(f"add i32 {lane}, {bval}")
+            pv = f.op(f"icmp sle i32 {j}, {maxl}")
+        elif mode == 2:
+            j = f.op(f"xor i32 {lane}, {bval}")
+            pv = f.op(f"icmp sle i32 {j}, {maxl}")
+        else:
+            j = f.op(f"or i32 {minl}, " + f.op(f"and i32 {bval}, {nseg}"))
+            pv = f.op(f"icmp sle i32 {j}, {maxl}")
+        jj = f.op(f"select i1 {pv}, i32 {j}, i32 {lane}")
+        src = f.op(f"add i32 {wb}, {jj}")
+        # a source lane that exited (outside the live range) gives the thread its own value
+        v1 = f.op(f"icmp sge i32 {src}, %lo")
+        v2 = f.op(f"icmp slt i32 {src}, %hi")
+        ok = f.op(f"and i1 {v1}, {v2}")
+        s = f.op(f"select i1 {ok}, i32 {src}, i32 %lin")
+        s64 = f.op(f"zext i32 {s} to i64")
+        base = f.op(f"mul i64 %n64, {_X_A}")
+        pa = f.op(f"getelementptr i8, ptr %soa, i64 {base}")
+        pa = f.op(f"getelementptr i32, ptr {pa}, i64 {s64}")
+        v = f.op(f"load i32, ptr {pa}")
+        em.store_frame(FE.FH_RESULT, "i64", f.op(f"zext i32 {v} to i64"))
+        em.store_frame(FE.FH_PRED_OUT, "i32", f.op(f"zext i1 {pv} to i32"))
+        return
+    mode = next(VOTE_MODES[m] for m in st.mods if m in VOTE_MODES)
+    if "sync" in st.mods and len(ops) > 2:
+        mask = _operand_value(em, ops[2], "u32", remat,
+                              lambda: f.op(f"load i32, ptr {hslot(FE.FH_MASK, 'i32')}"))
+    else:
+        mask = "-1"
+    w = f.op("lshr i32 %lin, 5")
+    w64 = f.op(f"zext i32 {w} to i64")
+    base = f.op(f"mul i64 %n64, {_X_BALLOT}")
+    pb = f.op(f"getelementptr i8, ptr %soa, i64 {base}")
+    pb = f.op(f"getelementptr i32, ptr {pb}, i64 {w64}")
+    ballot = f.op(f"load i32, ptr {pb}")
+    # the live lanes of this warp: [lo, hi) within it
+    lol = f.op("call i32 @llvm.smax.i32(i32 " + f.op(f"sub i32 %lo, {wb}") + ", i32 0)")
+    hil = f.op("call i32 @llvm.smin.i32(i32 " + f.op(f"sub i32 %hi, {wb}") + ", i32 32)")
+    g = f.op("sub i64 " + f.op("shl i64 1, " + f.op(f"zext i32 {hil} to i64")) + ", "
+             + f.op("shl i64 1, " + f.op(f"zext i32 {lol} to i64")))
+    g = f.op(f"trunc i64 {g} to i32")
+    members = f.op(f"and i32 {mask}, {g}")
+    hits = f.op(f"and i32 {members}, {ballot}")
+    mctx.declare("declare i32 @llvm.ctpop.i32(i32)")
+    cnt = f.op(f"call i32 @llvm.ctpop.i32(i32 {hits})")
+    nm = f.op(f"call i32 @llvm.ctpop.i32(i32 {members})")
+    if mode == 3:
+        em.store_frame(FE.FH_RESULT, "i64", f.op(f"zext i32 {hits} to i64"))
+        return
+    allp = f.op(f"icmp eq i32 {cnt}, {nm}")
+    nonep = f.op(f"icmp eq i32 {cnt}, 0")
+    if mode == 0:
+        p = allp
+    elif mode == 1:
+        p = f.op(f"xor i1 {nonep}, true")
+    else:
+        p = f.op(f"or i1 {allp}, {nonep}")
+    em.store_frame(FE.FH_PRED_OUT, "i32", f.op(f"zext i1 {p} to i32"))
+
+
+def _emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False):
+    """Region k (0: the kernel's start, else: after sync site k) as one loop over the block's
     threads; returns the next region all threads agree on, 0 when all exited, -1 when they disagree.
     A barrier stores only the live registers this region may have written: the others still hold
-    the value restored at its start, which is in their slot already."""
+    the value restored at its start, which is in their slot already. warp: the kernel also splits
+    at shfl/vote (see _emit_region_kernel); the loops run the live range in %rng."""
+    from ptx.passes.liveness import defs_uses
     em = FunctionEmitter(mctx, flat, "region")
     em.entry_code = []
     f = em.f
@@ -1008,25 +1227,7 @@ def _emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat):
             em.reg(name)
     bx, by, bz = em.ntid(0), em.ntid(1), em.ntid(2)
     f.terminated = True         # the entry block ends in after_entry's branch
-    f.label("tz.head")
-    f.emit("%tid.z = phi i32 [ 0, %entry ], [ %tz.next, %tz.latch ]")
-    # smallest and largest next region over the threads so far: equal when all agree
-    f.emit("%mn.z = phi i32 [ -1, %entry ], [ %mn.next, %tz.latch ]")
-    f.emit("%mx.z = phi i32 [ 0, %entry ], [ %mx.next, %tz.latch ]")
-    f.term("br label %ty.head")
-    f.label("ty.head")
-    f.emit("%tid.y = phi i32 [ 0, %tz.head ], [ %ty.next, %ty.latch ]")
-    f.emit("%mn.y = phi i32 [ %mn.z, %tz.head ], [ %mn.next, %ty.latch ]")
-    f.emit("%mx.y = phi i32 [ %mx.z, %tz.head ], [ %mx.next, %ty.latch ]")
-    f.term("br label %tx.head")
-    f.label("tx.head")
-    f.emit("%tid.x = phi i32 [ 0, %ty.head ], [ %tx.next, %tx.latch ]")
-    f.emit("%mn = phi i32 [ %mn.y, %ty.head ], [ %mn.next, %tx.latch ]")
-    f.emit("%mx = phi i32 [ %mx.y, %ty.head ], [ %mx.next, %tx.latch ]")
-    f.emit(f"%lz = mul i32 %tid.z, {by}")
-    f.emit("%lzy = add i32 %lz, %tid.y")
-    f.emit(f"%lzyx = mul i32 %lzy, {bx}")
-    f.emit("%lin = add i32 %lzyx, %tid.x")
+    acc = _range_loops(f, bx, by, warp)
     f.emit("%t = zext i32 %lin to i64")
     f.emit("%sitep = getelementptr i32, ptr %soa, i64 %t")
     mark = len(f.lines)
@@ -1058,11 +1259,17 @@ def _emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat):
     if [s[4] for s in em.sync_sites] != [s[4] for s in sync_em.sync_sites]:
         return None
     writes = _region_writes(flat.body, succ, start_idx, em.written)
+    if k:
+        # what the collective this region starts after writes (its `after`, in the restore below)
+        writes |= defs_uses(flat.body[sync_em.sync_sites[k - 1][4]], em.is_register)[0]
 
-    def slot(name, ty):
-        a = f.op(f"mul i64 %n64, {reg_off[name]}")
+    def hslot(off, ty):
+        a = f.op(f"mul i64 %n64, {off}")
         p = f.op(f"getelementptr i8, ptr %soa, i64 {a}")
         return f.op(f"getelementptr {ty}, ptr {p}, i64 %t")
+
+    def slot(name, ty):
+        return hslot(reg_off[name], ty)
 
     for j, status, cont, after, idx in em.sync_sites:
         keep = [(name, ty, ptr) for name, (ty, ptr) in em.regs.items()
@@ -1075,6 +1282,12 @@ def _emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat):
             if name in writes or not em.is_register(name):
                 v = f.op(f"load {ty}, ptr {ptr}")
                 f.emit(f"store {ty} {v}, ptr {slot(name, ty)}")
+        if status == FE.ST_WARP and idx in reach:
+            # the collective's inputs (its setup wrote them to this thread's frame header)
+            a = em.load_frame(_X_A, "i64")
+            f.emit(f"store i32 {f.op(f'trunc i64 {a} to i32')}, ptr {hslot(_X_A, 'i32')}")
+            for off, ty in _X_FIELDS:
+                f.emit(f"store {ty} {em.load_frame(off, ty)}, ptr {hslot(off, ty)}")
         if record:
             f.emit(f"store i32 {j}, ptr %sitep")
         f.term("br label %tx.latch")
@@ -1085,58 +1298,53 @@ def _emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat):
                     continue
                 v = f.op(f"load {ty}, ptr {slot(name, ty)}")
                 f.emit(f"store {ty} {v}, ptr {ptr}")
-            for i in _remat_chain([n for n, _, _ in keep if n in remat], remat, flat.body,
-                                  em.is_register):
+            need = [n for n, _, _ in keep if n in remat]
+            if status == FE.ST_WARP:
+                need += [op.name for op in flat.body[idx].operands[2:]
+                         if isinstance(op, A.Reg) and op.name in remat]
+            for i in _remat_chain(need, remat, flat.body, em.is_register):
                 em.cur_index = i
                 em.emit_instruction(flat.body[i])
+            if status == FE.ST_WARP:
+                em.cur_index = idx
+                _warp_result(em, flat.body[idx], remat, hslot, mctx)
+                if after is not None:
+                    after()
             f.term(f"br label %{cont}")
     f.label("tx.latch")
     arrivals = ", ".join([f"[ {j}, %save.{j} ]" for j, *_ in em.sync_sites] + ["[ 0, %thread.exit ]"])
     f.emit(f"%site = phi i32 {arrivals}")
-    f.emit("%mn.next = call i32 @llvm.umin.i32(i32 %mn, i32 %site)")
-    f.emit("%mx.next = call i32 @llvm.umax.i32(i32 %mx, i32 %site)")
-    mctx.declare("declare i32 @llvm.umin.i32(i32, i32)")
-    mctx.declare("declare i32 @llvm.umax.i32(i32, i32)")
-    f.emit("%tx.next = add nuw i32 %tid.x, 1")
-    f.emit(f"%tx.c = icmp ult i32 %tx.next, {bx}")
-    # unrolling the thread loops of every region costs compile time for little gain (the y/z
-    # loops too: unrolling one copies the whole x loop)
-    mctx.add_helper("region.tx.md", '!8998 = distinct !{!8998, !8999}\n'
-                                    '!8999 = !{!"llvm.loop.unroll.disable"}\n'
-                                    '!8996 = distinct !{!8996, !8999}\n'
-                                    '!8997 = distinct !{!8997, !8999}')
-    f.term("br i1 %tx.c, label %tx.head, label %ty.latch" + TX_LOOP_MD)
-    f.label("ty.latch")
-    f.emit("%ty.next = add nuw i32 %tid.y, 1")
-    f.emit(f"%ty.c = icmp ult i32 %ty.next, {by}")
-    f.term("br i1 %ty.c, label %ty.head, label %tz.latch, !llvm.loop !8996")
-    f.label("tz.latch")
-    f.emit("%tz.next = add nuw i32 %tid.z, 1")
-    f.emit(f"%tz.c = icmp ult i32 %tz.next, {bz}")
-    f.term("br i1 %tz.c, label %tz.head, label %agree, !llvm.loop !8997")
-    f.label("agree")
-    f.emit("%same = icmp eq i32 %mn.next, %mx.next")
-    f.emit("%res = select i1 %same, i32 %mn.next, i32 -1")
-    f.term("ret i32 %res")
+    f.emit("%live = icmp ne i32 %site, 0")
+    f.emit("%site.k = select i1 %live, i32 %site, i32 -1")
+    _range_latches(f, mctx, bx, by, bz, acc, warp)
     f.lines[mark:mark] = _store_undef_regs(em)
     after_entry = ["  %frame = alloca [64 x i8], align 8",
                    f"  %nxy.r = mul i32 {bx}, {by}", f"  %n.r = mul i32 %nxy.r, {bz}",
-                   "  %n64 = zext i32 %n.r to i64", "  br label %tz.head"]
+                   "  %n64 = zext i32 %n.r to i64"]
+    if warp:
+        after_entry += ["  %lo = load i32, ptr %rng", "  %hip = getelementptr i32, ptr %rng, i64 1",
+                        "  %hi = load i32, ptr %hip"]
+    after_entry.append("  br label %tz.head")
     # noinline: inlined into the block function, every region would be optimized a second time
     # there; a call per region per block costs nothing beside a loop over the block's threads
     header = (f'define internal i32 @"r{k}.{func.name}"(ptr %L, ptr %W, ptr %soa, i32 %ctaid.x, '
-              f'i32 %ctaid.y, i32 %ctaid.z) noinline {{')
+              f'i32 %ctaid.y, i32 %ctaid.z{", ptr %rng" if warp else ""}) noinline {{')
     return _assemble(header, em, after_entry, f.lines, [])
 
 
-def _emit_region_kernel(func, flat, mctx, sym, fb, sync_em):
+def _emit_region_kernel(func, flat, mctx, sym, fb, sync_em, warp=False):
     """Every region between barriers as one loop over the block's threads, the body inlined, the
     values live across a barrier in struct-of-arrays slots (slot of register r for thread t at
     soa + off(r) * n + t * size(r), off(r) its offset in the resumable thread's frame), so LLVM
     can vectorize across threads. After each region all threads must agree on the next one; if
     they do not (divergent barriers, some threads exited), the block's state is copied into the
-    resumable threads' frames and the general barrier scheduler finishes the block."""
-    if not _region_ready(func, flat, sync_em):
+    resumable threads' frames and the general barrier scheduler finishes the block.
+    warp: shfl and vote split regions too. The region before one stores each thread's inputs in
+    exchange slots (_X_*); the next one starts by evaluating the collective for each thread from its
+    warp's slots (lanes: linear thread id % 32). Threads that exit leave the block's live range
+    [lo, hi) (%rng); if the live threads stop being one range, or disagree on the next collective or
+    barrier, the general warp scheduler (warp_scheduler.c) finishes the block from where they are."""
+    if not _region_ready(func, flat, sync_em, warp):
         return None
     from ptx.passes.liveness import live_out_sets
     live = live_out_sets(flat.body, sync_em.is_register, flat.branch_targets,
@@ -1145,7 +1353,7 @@ def _emit_region_kernel(func, flat, mctx, sym, fb, sync_em):
     remat = _rematerializable(flat.body, sync_em.is_register)
     region_fns = []
     for k in range(len(sync_em.sync_sites) + 1):
-        text = _emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat)
+        text = _emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp)
         if text is None:
             return None
         region_fns.append(text)
@@ -1162,6 +1370,14 @@ def _emit_region_kernel(func, flat, mctx, sym, fb, sync_em):
   %d{i} = getelementptr i8, ptr %fr, i64 {off}
   store {ty} %v{i}, ptr %d{i}""")
     copy_text = "\n".join(copies)
+    tables = []
+    if warp:
+        state_text, tables = _warp_convert_state(func, flat, sync_em)
+    else:
+        state_text = """  %isdone = icmp eq i32 %site, 0
+  %state = zext i1 %isdone to i32
+  %stp = getelementptr i8, ptr %fr, i64 4
+  store i32 %state, ptr %stp"""
     convert_fn = f"""define internal void @"cv.{func.name}"(ptr %scratch, ptr %soa, i64 %n64) {{
 entry:
   br label %loop
@@ -1172,10 +1388,7 @@ loop:
   %sp = getelementptr i32, ptr %soa, i64 %t
   %site = load i32, ptr %sp
   store i32 %site, ptr %fr
-  %isdone = icmp eq i32 %site, 0
-  %state = zext i1 %isdone to i32
-  %stp = getelementptr i8, ptr %fr, i64 4
-  store i32 %state, ptr %stp
+{state_text}
 {copy_text}
   %t.next = add nuw i64 %t, 1
   %more = icmp ult i64 %t.next, %n64
@@ -1185,14 +1398,23 @@ out:
 }}"""
 
     sites = [site[0] for site in sync_em.sync_sites]
-    call = 'call i32 @"r{1}.{0}"(ptr %L, ptr %W, ptr %soa, i32 %cx, i32 %cy, i32 %cz)'
-    reg_blocks = "".join(f"reg.{k}:\n  %r{k} = {call.format(func.name, k)}\n  br label %disp\n"
-                         for k in sites)
+    call = 'call i32 @"r{1}.{0}"(ptr %L, ptr %W, ptr %soa, i32 %cx, i32 %cy, i32 %cz' + \
+        (', ptr %rng)' if warp else ')')
+    votes = {site[0] for site in sync_em.sync_sites if flat.body[site[4]].opcode == "vote"}
+    ballot = f'  call void @"vb.{func.name}"(ptr %soa, i64 %n64, ptr %rng)\n'
+    reg_blocks = "".join(f"reg.{k}:\n{ballot if k in votes else ''}  %r{k} = {call.format(func.name, k)}"
+                         f"\n  br label %disp\n" for k in sites)
     incoming = ", ".join(["[ %r0, %head ]"] + [f"[ %r{k}, %reg.{k} ]" for k in sites])
     cases = " ".join(["i32 0, label %next"] + [f"i32 {k}, label %reg.{k}" for k in sites])
+    range_init = ""
+    rng_alloca = ""
+    if warp:
+        rng_alloca = "  %rng = alloca [2 x i32], align 8\n"
+        range_init = ("  store i32 0, ptr %rng\n  %rhi = getelementptr i32, ptr %rng, i64 1\n"
+                      "  store i32 %n, ptr %rhi\n")
     block_fn = f"""define i32 {sym}(ptr %L, i64 %first, i64 %last, ptr %W) {{
 entry:
-{_BLOCK_FN_ENTRY}  %nxy = mul i32 %bx, %by
+{rng_alloca}{_BLOCK_FN_ENTRY}  %nxy = mul i32 %bx, %by
   %n = mul i32 %nxy, %bz
   %n64 = zext i32 %n to i64
   %soaoff = mul i64 %n64, {fb}
@@ -1203,7 +1425,7 @@ entry:
   br i1 %ne, label %head, label %done
 head:
   %b = phi i64 [ %first, %entry ], [ %b.next, %next ]
-{_BLOCK_COORDS}  %r0 = {call.format(func.name, 0)}
+{_BLOCK_COORDS}{range_init}  %r0 = {call.format(func.name, 0)}
   br label %disp
 {reg_blocks}disp:
   %s = phi i32 {incoming}
@@ -1229,4 +1451,100 @@ done:
   ret i32 0
 }}"""
     slot = f'@"fbp.{func.name}" = global ptr null, align 8'
-    return region_fns + [slot, block_fn], convert_fn
+    extra = [_BALLOT_FN.format(name=func.name, pred=FE.FH_PRED_IN, out=_X_BALLOT)] if votes else []
+    return region_fns + extra + [slot, block_fn], "\n".join(tables + [convert_fn])
+
+
+# A vote's per-warp ballot of the live lanes' predicates (exchange slot FH_PRED_IN), for the next
+# region to evaluate the vote from.
+_BALLOT_FN = """define internal void @"vb.{name}"(ptr %soa, i64 %n64, ptr %rng) noinline {{
+entry:
+  %lo = load i32, ptr %rng
+  %hip = getelementptr i32, ptr %rng, i64 1
+  %hi = load i32, ptr %hip
+  %pbo = mul i64 %n64, {pred}
+  %pb = getelementptr i8, ptr %soa, i64 %pbo
+  %bbo = mul i64 %n64, {out}
+  %bb = getelementptr i8, ptr %soa, i64 %bbo
+  %w0 = lshr i32 %lo, 5
+  %hi31 = add i32 %hi, 31
+  %w1 = lshr i32 %hi31, 5
+  br label %w
+w:
+  %wi = phi i32 [ %w0, %entry ], [ %wi.next, %wdone ]
+  %wb = shl i32 %wi, 5
+  br label %l
+l:
+  %li = phi i32 [ 0, %w ], [ %li.next, %l ]
+  %acc = phi i32 [ 0, %w ], [ %acc.next, %l ]
+  %t = add i32 %wb, %li
+  %in1 = icmp uge i32 %t, %lo
+  %in2 = icmp ult i32 %t, %hi
+  %in = and i1 %in1, %in2
+  %ti = select i1 %in, i32 %t, i32 %lo
+  %ti64 = zext i32 %ti to i64
+  %pp = getelementptr i32, ptr %pb, i64 %ti64
+  %pv = load i32, ptr %pp
+  %pnz = icmp ne i32 %pv, 0
+  %on = and i1 %in, %pnz
+  %bit0 = zext i1 %on to i32
+  %bit = shl i32 %bit0, %li
+  %acc.next = or i32 %acc, %bit
+  %li.next = add nuw i32 %li, 1
+  %lm = icmp ult i32 %li.next, 32
+  br i1 %lm, label %l, label %wdone
+wdone:
+  %wi64 = zext i32 %wi to i64
+  %bp = getelementptr i32, ptr %bb, i64 %wi64
+  store i32 %acc.next, ptr %bp
+  %wi.next = add nuw i32 %wi, 1
+  %wm = icmp ult i32 %wi.next, %w1
+  br i1 %wm, label %w, label %out
+out:
+  ret void
+}}"""
+
+
+def _warp_convert_state(func, flat, sync_em):
+    """The convert loop's per-thread header for the general warp scheduler: exited threads done,
+    threads at a barrier waiting there, threads at a collective waiting there with its inputs
+    (from the exchange slots), as the thread function's suspension would have left them."""
+    from ptx.codegen.ops_warp import K_SHFL, K_VOTE, SHFL_MODES, VOTE_MODES
+    state, kind, mode = [1], [0], [0]      # site 0: exited (DONE)
+    for k, status, cont, after, idx in sync_em.sync_sites:
+        st = flat.body[idx]
+        if status == FE.ST_WARP:
+            state.append(3)                  # AT_WARP
+            if st.opcode == "shfl":
+                kind.append(K_SHFL)
+                mode.append(next(SHFL_MODES[m] for m in st.mods if m in SHFL_MODES))
+            else:
+                kind.append(K_VOTE)
+                mode.append(next(VOTE_MODES[m] for m in st.mods if m in VOTE_MODES))
+        else:
+            state.append(2)                  # AT_BAR
+            kind.append(st.operands[0].value)
+            mode.append(0)
+    n = len(state)
+    tables = [f'@"cv{t}.{func.name}" = internal constant [{n} x i32] [' +
+              ", ".join(f"i32 {v}" for v in vals) + "]"
+              for t, vals in (("s", state), ("k", kind), ("m", mode))]
+    lines = ["  %site64 = zext i32 %site to i64"]
+    for t, off in (("s", 4), ("k", FE.FH_KIND), ("m", FE.FH_MODE)):
+        lines += [f"  %tp.{t} = getelementptr [{n} x i32], ptr @\"cv{t}.{func.name}\", i64 0, i64 %site64",
+                  f"  %tv.{t} = load i32, ptr %tp.{t}",
+                  f"  %fp.{t} = getelementptr i8, ptr %fr, i64 {off}",
+                  f"  store i32 %tv.{t}, ptr %fp.{t}"]
+    lines += [f"  %fp.site = getelementptr i8, ptr %fr, i64 {FE.FH_SITE}", "  store i32 %site, ptr %fp.site",
+              f"  %fp.cnt = getelementptr i8, ptr %fr, i64 {FE.FH_COUNT}", "  store i32 0, ptr %fp.cnt"]
+    for off, ty in ((_X_A, "i32"),) + _X_FIELDS:
+        lines += [f"  %xo.{off} = mul i64 %n64, {off}",
+                  f"  %xb.{off} = getelementptr i8, ptr %soa, i64 %xo.{off}",
+                  f"  %xp.{off} = getelementptr i32, ptr %xb.{off}, i64 %t",
+                  f"  %xv.{off} = load i32, ptr %xp.{off}",
+                  f"  %xd.{off} = getelementptr i8, ptr %fr, i64 {off}"]
+        if off == _X_A:
+            lines += [f"  %xw.{off} = zext i32 %xv.{off} to i64", f"  store i64 %xw.{off}, ptr %xd.{off}"]
+        else:
+            lines.append(f"  store i32 %xv.{off}, ptr %xd.{off}")
+    return "\n".join(lines), tables
