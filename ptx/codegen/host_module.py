@@ -358,7 +358,7 @@ def emit_kernel(func: A.Function, flat, mctx: ModuleContext, has_sync: bool, out
             # The resumable thread now only serves the rare fallback, which goes to a module of its
             # own, compiled on first use (ptx.host): about half the compile time of such a kernel.
             out_funcs.pop()
-            region_fns, convert_fn = region
+            region_fns, convert_fn, frame_bytes = region
             out_funcs.extend(region_fns)
             head, _, rest = text.partition("\n")
             mctx.fallback_funcs.append(head.replace(") {", ") noinline optsize cold {", 1) + "\n" + rest)
@@ -1162,12 +1162,23 @@ def _warp_result(em, st, remat, hslot, mctx):
         v1 = f.op(f"icmp sge i32 {src}, %lo")
         v2 = f.op(f"icmp slt i32 {src}, %hi")
         ok = f.op(f"and i1 {v1}, {v2}")
-        s = f.op(f"select i1 {ok}, i32 {src}, i32 %lin")
-        s64 = f.op(f"zext i32 {s} to i64")
-        base = f.op(f"mul i64 %n64, {_X_A}")
-        pa = f.op(f"getelementptr i8, ptr %soa, i64 {base}")
-        pa = f.op(f"getelementptr i32, ptr {pa}, i64 {s64}")
-        v = f.op(f"load i32, ptr {pa}")
+        base = f.op(f"mul i64 %n64, {em.x_read_off}")
+        rb = f.op(f"getelementptr i8, ptr %soa, i64 {base}")
+        if mode in (0, 1):
+            # up/down: the source is this thread +- a distance, loop-invariant when b is: two
+            # contiguous loads (the read copy has room for +-31 beyond the block) and a select
+            # vectorize, where a gather would not
+            d = f.op(f"sub i32 0, {bval}") if mode == 0 else bval
+            far = f.op(f"getelementptr i32, ptr {rb}, i64 " + f.op(f"sext i32 {d} to i64"))
+            far = f.op(f"getelementptr i32, ptr {far}, i64 %t")
+            vf = f.op(f"load i32, ptr {far}")
+            vo = f.op(f"load i32, ptr " + f.op(f"getelementptr i32, ptr {rb}, i64 %t"))
+            v = f.op(f"select i1 " + f.op(f"and i1 {ok}, {pv}") + f", i32 {vf}, i32 {vo}")
+        else:
+            s = f.op(f"select i1 {ok}, i32 {src}, i32 %lin")
+            s64 = f.op(f"zext i32 {s} to i64")
+            pa = f.op(f"getelementptr i32, ptr {rb}, i64 {s64}")
+            v = f.op(f"load i32, ptr {pa}")
         em.store_frame(FE.FH_RESULT, "i64", f.op(f"zext i32 {v} to i64"))
         em.store_frame(FE.FH_PRED_OUT, "i32", f.op(f"zext i1 {pv} to i32"))
         return
@@ -1217,6 +1228,7 @@ def _emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False)
     from ptx.passes.liveness import defs_uses
     em = FunctionEmitter(mctx, flat, "region")
     em.entry_code = []
+    em.x_read_off = getattr(sync_em, "x_read_off", None)
     f = em.f
     em.exit_label = "thread.exit"
     # the thread function's registers, in its order (what touch_all_registers would find, without
@@ -1284,8 +1296,9 @@ def _emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False)
                 f.emit(f"store {ty} {v}, ptr {slot(name, ty)}")
         if status == FE.ST_WARP and idx in reach:
             # the collective's inputs (its setup wrote them to this thread's frame header)
-            a = em.load_frame(_X_A, "i64")
-            f.emit(f"store i32 {f.op(f'trunc i64 {a} to i32')}, ptr {hslot(_X_A, 'i32')}")
+            if flat.body[idx].opcode == "shfl":
+                a = em.load_frame(_X_A, "i64")
+                f.emit(f"store i32 {f.op(f'trunc i64 {a} to i32')}, ptr {hslot(_X_A, 'i32')}")
             for off, ty in _X_FIELDS:
                 f.emit(f"store {ty} {em.load_frame(off, ty)}, ptr {hslot(off, ty)}")
         if record:
@@ -1346,6 +1359,12 @@ def _emit_region_kernel(func, flat, mctx, sym, fb, sync_em, warp=False):
     barrier, the general warp scheduler (warp_scheduler.c) finishes the block from where they are."""
     if not _region_ready(func, flat, sync_em, warp):
         return None
+    if warp:
+        # a shfl's region reads its sources from a copy of the exchange slot (the block function
+        # makes it), since its threads may overwrite the slot for the next shfl; after the copy,
+        # room for reads up to 31 threads beyond either end of the block
+        sync_em.x_read_off = fb
+        fb = round_up(fb + 4 + 128, 64)
     from ptx.passes.liveness import live_out_sets
     live = live_out_sets(flat.body, sync_em.is_register, flat.branch_targets,
                          indices=[site[4] for site in sync_em.sync_sites])
@@ -1402,8 +1421,17 @@ out:
         (', ptr %rng)' if warp else ')')
     votes = {site[0] for site in sync_em.sync_sites if flat.body[site[4]].opcode == "vote"}
     ballot = f'  call void @"vb.{func.name}"(ptr %soa, i64 %n64, ptr %rng)\n'
-    reg_blocks = "".join(f"reg.{k}:\n{ballot if k in votes else ''}  %r{k} = {call.format(func.name, k)}"
-                         f"\n  br label %disp\n" for k in sites)
+    shfls = {site[0] for site in sync_em.sync_sites if flat.body[site[4]].opcode == "shfl"}
+    if shfls:
+        mctx.declare("declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)")
+    copy = ""
+    if warp:
+        copy = (f"  %xs.{{0}} = mul i64 %n64, {_X_A}\n  %xsp.{{0}} = getelementptr i8, ptr %soa, i64 %xs.{{0}}\n"
+                f"  %xd.{{0}} = mul i64 %n64, {sync_em.x_read_off}\n"
+                f"  %xdp.{{0}} = getelementptr i8, ptr %soa, i64 %xd.{{0}}\n  %xn.{{0}} = shl i64 %n64, 2\n"
+                f"  call void @llvm.memcpy.p0.p0.i64(ptr %xdp.{{0}}, ptr %xsp.{{0}}, i64 %xn.{{0}}, i1 false)\n")
+    reg_blocks = "".join(f"reg.{k}:\n{ballot if k in votes else ''}{copy.format(k) if k in shfls else ''}"
+                         f"  %r{k} = {call.format(func.name, k)}\n  br label %disp\n" for k in sites)
     incoming = ", ".join(["[ %r0, %head ]"] + [f"[ %r{k}, %reg.{k} ]" for k in sites])
     cases = " ".join(["i32 0, label %next"] + [f"i32 {k}, label %reg.{k}" for k in sites])
     range_init = ""
@@ -1452,7 +1480,7 @@ done:
 }}"""
     slot = f'@"fbp.{func.name}" = global ptr null, align 8'
     extra = [_BALLOT_FN.format(name=func.name, pred=FE.FH_PRED_IN, out=_X_BALLOT)] if votes else []
-    return region_fns + extra + [slot, block_fn], "\n".join(tables + [convert_fn])
+    return region_fns + extra + [slot, block_fn], "\n".join(tables + [convert_fn]), fb
 
 
 # A vote's per-warp ballot of the live lanes' predicates (exchange slot FH_PRED_IN), for the next
