@@ -1021,6 +1021,34 @@ _X_FIELDS = ((FE.FH_MASK, "i32"), (FE.FH_B, "i32"), (FE.FH_C, "i32"), (FE.FH_PRE
 _X_A, _X_BALLOT = FE.FH_A, FE.FH_COUNT
 
 
+def _warp_inputs(st):
+    """{exchange slot offset: operand or None (a constant -1 mask)} of a shfl or vote: what its
+    region stores for the next one (and for the fallback)."""
+    ops = st.operands
+    sync = "sync" in st.mods
+    if st.opcode == "shfl":
+        return {_X_A: ops[1], FE.FH_B: ops[2], FE.FH_C: ops[3],
+                FE.FH_MASK: ops[4] if sync and len(ops) > 4 else None}
+    return {FE.FH_PRED_IN: ops[1], FE.FH_MASK: ops[2] if sync and len(ops) > 2 else None}
+
+
+def _const_operand(off, op, flat, remat):
+    """The 32-bit value of an operand that is the same for every thread (an immediate, or a register
+    set once from one), else None: such an input needs no exchange slot (save the shuffled value
+    and the vote's predicate, which other threads read from theirs)."""
+    if off in (_X_A, FE.FH_PRED_IN):
+        return None
+    if op is None:
+        return 0xFFFFFFFF
+    if isinstance(op, A.Reg) and op.name in remat:
+        st = flat.body[remat[op.name]]
+        if st.opcode == "mov" and len(st.operands) == 2:
+            op = st.operands[1]
+    if isinstance(op, A.Imm):
+        return op.value & 0xFFFFFFFF
+    return None
+
+
 def _range_loops(f, bx, by, ranged):
     """The thread loops' headers. Ranged (kernels with warp collectives): only the threads of linear
     ids [lo, hi) run (the others exited), and the loops track the live threads' smallest and largest
@@ -1296,11 +1324,15 @@ def _emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False)
                 f.emit(f"store {ty} {v}, ptr {slot(name, ty)}")
         if status == FE.ST_WARP and idx in reach:
             # the collective's inputs (its setup wrote them to this thread's frame header)
-            if flat.body[idx].opcode == "shfl":
-                a = em.load_frame(_X_A, "i64")
-                f.emit(f"store i32 {f.op(f'trunc i64 {a} to i32')}, ptr {hslot(_X_A, 'i32')}")
-            for off, ty in _X_FIELDS:
-                f.emit(f"store {ty} {em.load_frame(off, ty)}, ptr {hslot(off, ty)}")
+            # (constant ones are the fallback's table entries, see _warp_convert_state)
+            for off, op in _warp_inputs(flat.body[idx]).items():
+                if _const_operand(off, op, flat, remat) is not None:
+                    continue
+                if off == _X_A:
+                    a = em.load_frame(_X_A, "i64")
+                    f.emit(f"store i32 {f.op(f'trunc i64 {a} to i32')}, ptr {hslot(_X_A, 'i32')}")
+                else:
+                    f.emit(f"store i32 {em.load_frame(off, 'i32')}, ptr {hslot(off, 'i32')}")
         if record:
             f.emit(f"store i32 {j}, ptr %sitep")
         f.term("br label %tx.latch")
@@ -1391,7 +1423,7 @@ def _emit_region_kernel(func, flat, mctx, sym, fb, sync_em, warp=False):
     copy_text = "\n".join(copies)
     tables = []
     if warp:
-        state_text, tables = _warp_convert_state(func, flat, sync_em)
+        state_text, tables = _warp_convert_state(func, flat, sync_em, remat)
     else:
         state_text = """  %isdone = icmp eq i32 %site, 0
   %state = zext i1 %isdone to i32
@@ -1533,14 +1565,19 @@ out:
 }}"""
 
 
-def _warp_convert_state(func, flat, sync_em):
+def _warp_convert_state(func, flat, sync_em, remat):
     """The convert loop's per-thread header for the general warp scheduler: exited threads done,
     threads at a barrier waiting there, threads at a collective waiting there with its inputs
     (from the exchange slots), as the thread function's suspension would have left them."""
     from ptx.codegen.ops_warp import K_SHFL, K_VOTE, SHFL_MODES, VOTE_MODES
     state, kind, mode = [1], [0], [0]      # site 0: exited (DONE)
+    fields = (_X_A,) + tuple(off for off, _ in _X_FIELDS)
+    consts = {off: [0] for off in fields}  # per site: the input's value, or None: in its slot
     for k, status, cont, after, idx in sync_em.sync_sites:
         st = flat.body[idx]
+        inputs = _warp_inputs(st) if status == FE.ST_WARP else {}
+        for off in fields:
+            consts[off].append(_const_operand(off, inputs[off], flat, remat) if off in inputs else 0)
         if status == FE.ST_WARP:
             state.append(3)                  # AT_WARP
             if st.opcode == "shfl":
@@ -1554,9 +1591,12 @@ def _warp_convert_state(func, flat, sync_em):
             kind.append(st.operands[0].value)
             mode.append(0)
     n = len(state)
+    named = [("s", state), ("k", kind), ("m", mode)]
+    for off in fields:
+        named.append((f"c{off}", [0 if v is None else v for v in consts[off]]))
+        named.append((f"f{off}", [int(v is None) for v in consts[off]]))
     tables = [f'@"cv{t}.{func.name}" = internal constant [{n} x i32] [' +
-              ", ".join(f"i32 {v}" for v in vals) + "]"
-              for t, vals in (("s", state), ("k", kind), ("m", mode))]
+              ", ".join(f"i32 {v}" for v in vals) + "]" for t, vals in named]
     lines = ["  %site64 = zext i32 %site to i64"]
     for t, off in (("s", 4), ("k", FE.FH_KIND), ("m", FE.FH_MODE)):
         lines += [f"  %tp.{t} = getelementptr [{n} x i32], ptr @\"cv{t}.{func.name}\", i64 0, i64 %site64",
@@ -1569,7 +1609,12 @@ def _warp_convert_state(func, flat, sync_em):
         lines += [f"  %xo.{off} = mul i64 %n64, {off}",
                   f"  %xb.{off} = getelementptr i8, ptr %soa, i64 %xo.{off}",
                   f"  %xp.{off} = getelementptr i32, ptr %xb.{off}, i64 %t",
-                  f"  %xv.{off} = load i32, ptr %xp.{off}",
+                  f"  %xs.{off} = load i32, ptr %xp.{off}"]
+        for t in (f"c{off}", f"f{off}"):
+            lines += [f"  %tp.{t} = getelementptr [{n} x i32], ptr @\"cv{t}.{func.name}\", i64 0, i64 %site64",
+                      f"  %tv.{t} = load i32, ptr %tp.{t}"]
+        lines += [f"  %fl.{off} = icmp ne i32 %tv.f{off}, 0",
+                  f"  %xv.{off} = select i1 %fl.{off}, i32 %xs.{off}, i32 %tv.c{off}",
                   f"  %xd.{off} = getelementptr i8, ptr %fr, i64 {off}"]
         if off == _X_A:
             lines += [f"  %xw.{off} = zext i32 %xv.{off} to i64", f"  store i64 %xw.{off}, ptr %xd.{off}"]
