@@ -1,6 +1,6 @@
 """Builds the LLVM IR module for the host CPU from a PTX module: globals, device functions, and per
-kernel a block-range function (ptxrt.h ABI) that runs either inlined thread loops (no sync points)
-or the resumable-thread scheduler (barriers, warp collectives)."""
+kernel a block-range function (ptxrt.h ABI) that runs inlined thread loops (no sync points), region
+loops split at barriers, shfl and vote, or the resumable-thread scheduler (the other collectives)."""
 
 from __future__ import annotations
 
