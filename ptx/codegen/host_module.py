@@ -1283,8 +1283,12 @@ def _emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False)
         if isinstance(st, A.Label):
             if i in reach:
                 f.label(em.label_name(st.name))
-        elif i in reach or sync_kind(st):
+        elif i in reach or (k and i == sync_em.sync_sites[k - 1][4]):
             em.emit_instruction(st)
+        elif sync_kind(st):
+            # a site this region cannot reach: only its number (its inputs would be dead code)
+            em.cur_ins = st
+            em.suspend(FE.ST_WARP if sync_kind(st) == "warp" else FE.ST_BARRIER, lambda j: None)
     # Each thread's next region is read only by the fallback, after the threads disagreed; with one
     # way out of this region they cannot, and a loop without that store vectorizes without a
     # runtime overlap check against the SoA area.
