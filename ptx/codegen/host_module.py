@@ -1247,13 +1247,29 @@ def _warp_result(em, st, remat, hslot, mctx):
     em.store_frame(FE.FH_PRED_OUT, "i32", f.op(f"zext i1 {p} to i32"))
 
 
-def _emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False):
+def _constant_registers(flat, remat, regs):
+    """{register: LLVM literal} of the integer registers set once from an immediate: no region
+    stores them (each recomputes what it needs), the fallback's frames get the literal."""
+    out = {}
+    for name, i in remat.items():
+        st = flat.body[i]
+        ty = regs.get(name, (None,))[0]
+        if st.opcode == "mov" and len(st.operands) == 2 and isinstance(st.operands[1], A.Imm) \
+                and ty in ("i16", "i32", "i64"):
+            bits = FE.LLVM_BITS[ty]
+            v = st.operands[1].value & ((1 << bits) - 1)
+            out[name] = v - (1 << bits) if v >> (bits - 1) else v
+    return out
+
+
+def _emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False, consts=None):
     """Region k (0: the kernel's start, else: after sync site k) as one loop over the block's
     threads; returns the next region all threads agree on, 0 when all exited, -1 when they disagree.
     A barrier stores only the live registers this region may have written: the others still hold
     the value restored at its start, which is in their slot already. warp: the kernel also splits
     at shfl/vote (see _emit_region_kernel); the loops run the live range in %rng."""
     from ptx.passes.liveness import defs_uses
+    consts = consts or {}
     em = FunctionEmitter(mctx, flat, "region")
     em.entry_code = []
     em.x_read_off = getattr(sync_em, "x_read_off", None)
@@ -1323,7 +1339,7 @@ def _emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False)
                 return None
         f.label(f"save.{j}")
         for name, ty, ptr in keep if idx in reach else ():
-            if name in writes or not em.is_register(name):
+            if (name in writes or not em.is_register(name)) and name not in consts:
                 v = f.op(f"load {ty}, ptr {ptr}")
                 f.emit(f"store {ty} {v}, ptr {slot(name, ty)}")
         if status == FE.ST_WARP and idx in reach:
@@ -1407,8 +1423,9 @@ def _emit_region_kernel(func, flat, mctx, sym, fb, sync_em, warp=False):
     succ = _successors(flat.body)
     remat = _rematerializable(flat.body, sync_em.is_register)
     region_fns = []
+    consts = _constant_registers(flat, remat, sync_em.regs)
     for k in range(len(sync_em.sync_sites) + 1):
-        text = _emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp)
+        text = _emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp, consts)
         if text is None:
             return None
         region_fns.append(text)
@@ -1418,6 +1435,10 @@ def _emit_region_kernel(func, flat, mctx, sym, fb, sync_em, warp=False):
     copies = []
     for i, (name, off) in enumerate(reg_off.items()):
         ty = sync_em.regs[name][0]
+        if name in consts:
+            copies.append(f"""  %d{i} = getelementptr i8, ptr %fr, i64 {off}
+  store {ty} {consts[name]}, ptr %d{i}""")
+            continue
         copies.append(f"""  %a{i} = mul i64 %n64, {off}
   %p{i} = getelementptr i8, ptr %soa, i64 %a{i}
   %q{i} = getelementptr {ty}, ptr %p{i}, i64 %t

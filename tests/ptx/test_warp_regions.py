@@ -104,6 +104,14 @@ shr.u32 %r11, %r11, 1;
 add.u32 %r12, %r12, 1;
 setp.lt.u32 %p5, %r12, 5;
 @%p5 bra $L1;""",
+    # registers set once from an immediate, live across shfls: the regions recompute them, the
+    # fallback's frames get them from the compiler
+    "const_regs": """mov.u32 %r50, 5;
+mov.u32 %r51, 31;
+shfl.sync.down.b32 %r30, %r11, %r50, %r51, -1;
+add.u32 %r30, %r30, %r50;
+shfl.sync.up.b32 %r31, %r30, %r50, 0, -1;
+add.u32 %r31, %r31, %r51;""",
     # odd and even lanes at different shfls: the threads disagree on the next region (fallback)
     "divergent": """and.b32 %r13, %r7, 1;
 setp.eq.u32 %p1, %r13, 0;
@@ -234,6 +242,12 @@ def model(body, exit_kind, x, n, bparam, cparam, live):
             r30 = r30 * np.uint32(7) + bal
             v = v >> np.uint32(1)
         out[member], out2[member] = r30[member], r31[member]
+    elif body == "const_regs":
+        five, c31 = np.full(n, 5, np.uint32), np.full(n, 31, np.uint32)
+        d1, _ = shfl_model("down", a, five, c31, member)
+        r30 = d1 + np.uint32(5)
+        d2, _ = shfl_model("up", r30, five, np.zeros(n, np.uint32), member)
+        out[member], out2[member] = r30[member], (d2 + np.uint32(31))[member]
     elif body == "divergent":
         odd = member & (t % 2 == 1)
         even = member & (t % 2 == 0)
@@ -286,7 +300,7 @@ def test_shfl_modes(body, block):
 
 
 @pytest.mark.parametrize("block", BLOCKS)
-@pytest.mark.parametrize("body", ["sum_down_loop", "mix_bfly_loop", "vote_loop"])
+@pytest.mark.parametrize("body", ["sum_down_loop", "mix_bfly_loop", "vote_loop", "const_regs"])
 def test_loops(body, block):
     m = check(body, "none", block, 0x1F)
     assert m._fallback.entries is None
@@ -302,7 +316,8 @@ def test_exit_before_collective_one_range(body, block, live):
 
 
 @pytest.mark.parametrize("block", [(64, 1, 1), (100, 1, 1), (8, 4, 2)])
-@pytest.mark.parametrize("body", ["shfl_up_param", "shfl_bfly_lane", "sum_down_loop", "vote_loop"])
+@pytest.mark.parametrize("body", ["shfl_up_param", "shfl_bfly_lane", "sum_down_loop", "vote_loop",
+                                  "const_regs"])
 def test_scattered_exits_fall_back(body, block):
     check(body, "odd", block, 0x1F, expect_fallback=True)
 
