@@ -1190,7 +1190,9 @@ def _warp_result(em, st, remat, hslot, mctx):
         v1 = f.op(f"icmp sge i32 {src}, %lo")
         v2 = f.op(f"icmp slt i32 {src}, %hi")
         ok = f.op(f"and i1 {v1}, {v2}")
-        base = f.op(f"mul i64 %n64, {em.x_read_off}")
+        # the slot its region stored, or a copy of it where this region may store it again (a loop)
+        k = em.region_site
+        base = f.op(f"mul i64 %n64, {em.x_read_off if k in em.x_self else em.x_slots[k]}")
         rb = f.op(f"getelementptr i8, ptr %soa, i64 {base}")
         if mode in (0, 1):
             # up/down: the source is this thread +- a distance, loop-invariant when b is: two
@@ -1273,13 +1275,16 @@ def _emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False,
     em = FunctionEmitter(mctx, flat, "region")
     em.entry_code = []
     em.x_read_off = getattr(sync_em, "x_read_off", None)
+    em.x_slots, em.x_self = getattr(sync_em, "x_slots", {}), getattr(sync_em, "x_self", set())
+    em.region_site = k
     f = em.f
     em.exit_label = "thread.exit"
-    # the thread function's registers, in its order (what touch_all_registers would find, without
-    # walking the whole body once per region)
+    # the registers live where the region starts (it restores them), in the thread function's
+    # order; the others as the body names them: each register costs LLVM an alloca to promote
+    entry_live = live[sync_em.sync_sites[k - 1][4]] if k else ()
     for name in sync_em.regs:
         d = flat.lookup(name)
-        if d is not None and d.space == "reg":
+        if d is not None and d.space == "reg" and name in entry_live:
             em.reg(name)
     bx, by, bz = em.ntid(0), em.ntid(1), em.ntid(2)
     f.terminated = True         # the entry block ends in after_entry's branch
@@ -1350,7 +1355,7 @@ def _emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False,
                     continue
                 if off == _X_A:
                     a = em.load_frame(_X_A, "i64")
-                    f.emit(f"store i32 {f.op(f'trunc i64 {a} to i32')}, ptr {hslot(_X_A, 'i32')}")
+                    f.emit(f"store i32 {f.op(f'trunc i64 {a} to i32')}, ptr {hslot(em.x_slots[j], 'i32')}")
                 else:
                     f.emit(f"store i32 {em.load_frame(off, 'i32')}, ptr {hslot(off, 'i32')}")
         if record:
@@ -1412,11 +1417,17 @@ def _emit_region_kernel(func, flat, mctx, sym, fb, sync_em, warp=False):
     if not _region_ready(func, flat, sync_em, warp):
         return None
     if warp:
-        # a shfl's region reads its sources from a copy of the exchange slot (the block function
-        # makes it), since its threads may overwrite the slot for the next shfl; after the copy,
-        # room for reads up to 31 threads beyond either end of the block
-        sync_em.x_read_off = fb
-        fb = round_up(fb + 4 + 128, 64)
+        # each shfl's shuffled values in a slot of its own after the frame (so the region after it
+        # reads one slot and writes others); a shfl in a loop (its region may reach it again) is
+        # read from a copy the block function makes. Then room for reads up to 31 threads beyond
+        # either end of the block.
+        succ0 = _successors(flat.body)
+        shfl_sites = [(site[0], site[4]) for site in sync_em.sync_sites
+                      if flat.body[site[4]].opcode == "shfl"]
+        sync_em.x_slots = {k: fb + 4 * i for i, (k, _) in enumerate(shfl_sites)}
+        sync_em.x_self = {k for k, idx in shfl_sites if idx in _region_reach(flat.body, succ0, idx + 1)}
+        sync_em.x_read_off = fb + 4 * len(shfl_sites)
+        fb = round_up(sync_em.x_read_off + 4 + 128, 64)
     from ptx.passes.liveness import live_out_sets
     live = live_out_sets(flat.body, sync_em.is_register, flat.branch_targets,
                          indices=[site[4] for site in sync_em.sync_sites])
@@ -1478,16 +1489,16 @@ out:
         (', ptr %rng)' if warp else ')')
     votes = {site[0] for site in sync_em.sync_sites if flat.body[site[4]].opcode == "vote"}
     ballot = f'  call void @"vb.{func.name}"(ptr %soa, i64 %n64, ptr %rng)\n'
-    shfls = {site[0] for site in sync_em.sync_sites if flat.body[site[4]].opcode == "shfl"}
+    shfls = getattr(sync_em, "x_self", set()) if warp else set()
     if shfls:
         mctx.declare("declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)")
     copy = ""
     if warp:
-        copy = (f"  %xs.{{0}} = mul i64 %n64, {_X_A}\n  %xsp.{{0}} = getelementptr i8, ptr %soa, i64 %xs.{{0}}\n"
+        copy = (f"  %xs.{{0}} = mul i64 %n64, {{1}}\n  %xsp.{{0}} = getelementptr i8, ptr %soa, i64 %xs.{{0}}\n"
                 f"  %xd.{{0}} = mul i64 %n64, {sync_em.x_read_off}\n"
                 f"  %xdp.{{0}} = getelementptr i8, ptr %soa, i64 %xd.{{0}}\n  %xn.{{0}} = shl i64 %n64, 2\n"
                 f"  call void @llvm.memcpy.p0.p0.i64(ptr %xdp.{{0}}, ptr %xsp.{{0}}, i64 %xn.{{0}}, i1 false)\n")
-    reg_blocks = "".join(f"reg.{k}:\n{ballot if k in votes else ''}{copy.format(k) if k in shfls else ''}"
+    reg_blocks = "".join(f"reg.{k}:\n{ballot if k in votes else ''}{copy.format(k, sync_em.x_slots.get(k)) if k in shfls else ''}"
                          f"  %r{k} = {call.format(func.name, k)}\n  br label %disp\n" for k in sites)
     incoming = ", ".join(["[ %r0, %head ]"] + [f"[ %r{k}, %reg.{k} ]" for k in sites])
     cases = " ".join(["i32 0, label %next"] + [f"i32 {k}, label %reg.{k}" for k in sites])
@@ -1616,7 +1627,8 @@ def _warp_convert_state(func, flat, sync_em, remat):
             kind.append(st.operands[0].value)
             mode.append(0)
     n = len(state)
-    named = [("s", state), ("k", kind), ("m", mode)]
+    aoff = [0] + [sync_em.x_slots.get(site[0], 0) for site in sync_em.sync_sites]
+    named = [("s", state), ("k", kind), ("m", mode), ("a", aoff)]
     for off in fields:
         named.append((f"c{off}", [0 if v is None else v for v in consts[off]]))
         named.append((f"f{off}", [int(v is None) for v in consts[off]]))
@@ -1630,8 +1642,10 @@ def _warp_convert_state(func, flat, sync_em, remat):
                   f"  store i32 %tv.{t}, ptr %fp.{t}"]
     lines += [f"  %fp.site = getelementptr i8, ptr %fr, i64 {FE.FH_SITE}", "  store i32 %site, ptr %fp.site",
               f"  %fp.cnt = getelementptr i8, ptr %fr, i64 {FE.FH_COUNT}", "  store i32 0, ptr %fp.cnt"]
+    lines += [f"  %tp.a = getelementptr [{n} x i32], ptr @\"cva.{func.name}\", i64 0, i64 %site64",
+              "  %tv.a = load i32, ptr %tp.a", "  %tv.a64 = zext i32 %tv.a to i64"]
     for off, ty in ((_X_A, "i32"),) + _X_FIELDS:
-        lines += [f"  %xo.{off} = mul i64 %n64, {off}",
+        lines += [f"  %xo.{off} = mul i64 %n64, {'%tv.a64' if off == _X_A else off}",
                   f"  %xb.{off} = getelementptr i8, ptr %soa, i64 %xo.{off}",
                   f"  %xp.{off} = getelementptr i32, ptr %xb.{off}, i64 %t",
                   f"  %xs.{off} = load i32, ptr %xp.{off}"]
