@@ -1049,11 +1049,11 @@ def _const_operand(off, op, flat, remat):
     return None
 
 
-def _range_loops(f, bx, by, ranged):
+def _range_loops(f, bx, by, ranged, track=True):
     """The thread loops' headers. Ranged (kernels with warp collectives): only the threads of linear
     ids [lo, hi) run (the others exited), and the loops track the live threads' smallest and largest
     id and their count, so that the block can go on with the live threads as one range."""
-    acc = ["mn", "mx"] + (["l0", "l1", "c"] if ranged else [])
+    acc = (["mn", "mx"] + (["l0", "l1", "c"] if ranged else [])) if track else []
     init = {"mn": "-1", "mx": "0", "l0": "-1", "l1": "0", "c": "0"}
     f.label("tz.head")
     f.emit("%tid.z = phi i32 [ 0, %entry ], [ %tz.next, %tz.latch ]")
@@ -1087,20 +1087,22 @@ def _range_loops(f, bx, by, ranged):
     return acc
 
 
-def _range_latches(f, mctx, bx, by, bz, acc, ranged):
-    # ranged: an exited thread leaves the range instead of disagreeing
-    f.emit(f"%mn.next = call i32 @llvm.umin.i32(i32 %mn, i32 {'%site.k' if ranged else '%site'})")
-    f.emit("%mx.next = call i32 @llvm.umax.i32(i32 %mx, i32 %site)")
+def _range_latches(f, mctx, bx, by, bz, acc, ranged, single=None):
+    """The loops' latches and the region's result; `single`: its one way out (nothing to track)."""
     for fn in ("umin", "umax", "smin", "smax"):
         mctx.declare(f"declare i32 @llvm.{fn}.i32(i32, i32)")
-    if ranged:
-        f.emit("%lk = select i1 %live, i32 %lin, i32 -1")
-        f.emit("%l0.next = call i32 @llvm.umin.i32(i32 %l0, i32 %lk)")
-        f.emit("%lin1 = add i32 %lin, 1")
-        f.emit("%lk1 = select i1 %live, i32 %lin1, i32 0")
-        f.emit("%l1.next = call i32 @llvm.umax.i32(i32 %l1, i32 %lk1)")
-        f.emit("%cinc = zext i1 %live to i32")
-        f.emit("%c.next = add i32 %c, %cinc")
+    if acc:
+        # ranged: an exited thread leaves the range instead of disagreeing
+        f.emit(f"%mn.next = call i32 @llvm.umin.i32(i32 %mn, i32 {'%site.k' if ranged else '%site'})")
+        f.emit("%mx.next = call i32 @llvm.umax.i32(i32 %mx, i32 %site)")
+        if ranged:
+            f.emit("%lk = select i1 %live, i32 %lin, i32 -1")
+            f.emit("%l0.next = call i32 @llvm.umin.i32(i32 %l0, i32 %lk)")
+            f.emit("%lin1 = add i32 %lin, 1")
+            f.emit("%lk1 = select i1 %live, i32 %lin1, i32 0")
+            f.emit("%l1.next = call i32 @llvm.umax.i32(i32 %l1, i32 %lk1)")
+            f.emit("%cinc = zext i1 %live to i32")
+            f.emit("%c.next = add i32 %c, %cinc")
     f.emit("%tx.next = add nuw i32 %tid.x, 1")
     f.emit(f"%tx.c = icmp ult i32 %tx.next, {'%xe' if ranged else bx}")
     # unrolling the thread loops of every region costs compile time for little gain (the y/z
@@ -1124,6 +1126,9 @@ def _range_latches(f, mctx, bx, by, bz, acc, ranged):
     f.emit(f"%tz.c = icmp ult i32 %tz.next, {bz}")
     f.term("br i1 %tz.c, label %tz.head, label %agree, !llvm.loop !8997")
     f.label("agree")
+    if single is not None:
+        f.term(f"ret i32 {single}")
+        return
     f.emit("%same = icmp eq i32 %mn.r, %mx.r")
     if ranged:
         # go on only if the live threads are one range, all at the same collective or barrier
@@ -1288,14 +1293,20 @@ def _emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False,
             em.reg(name)
     bx, by, bz = em.ntid(0), em.ntid(1), em.ntid(2)
     f.terminated = True         # the entry block ends in after_entry's branch
-    acc = _range_loops(f, bx, by, warp)
+    start_idx = 0 if k == 0 else sync_em.sync_sites[k - 1][4] + 1
+    reach = _region_reach(flat.body, succ, start_idx)
+    # Each thread's next region is read only by the fallback, after the threads disagreed; with one
+    # way out of this region they cannot, and a loop without that store vectorizes without a
+    # runtime overlap check against the SoA area. Nor is there anything to track then.
+    exits = _region_exits(flat.body, reach, start_idx)
+    outs = [site[0] for site in sync_em.sync_sites if site[4] in reach] + ([0] if exits else [])
+    record = len(outs) > 1
+    acc = _range_loops(f, bx, by, warp, track=record)
     f.emit("%t = zext i32 %lin to i64")
     f.emit("%sitep = getelementptr i32, ptr %soa, i64 %t")
     mark = len(f.lines)
     f.term(f"br label %{'start' if k == 0 else f'restore.{k}'}")
     f.label("start")
-    start_idx = 0 if k == 0 else sync_em.sync_sites[k - 1][4] + 1
-    reach = _region_reach(flat.body, succ, start_idx)
     # Only what this region can run: the rest of the body would be dead code that we would
     # translate, LLVM would parse and then delete, once per region. Every barrier is still
     # emitted, so that the sites keep the thread function's numbers.
@@ -1310,12 +1321,6 @@ def _emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False,
             # a site this region cannot reach: only its number (its inputs would be dead code)
             em.cur_ins = st
             em.suspend(FE.ST_WARP if sync_kind(st) == "warp" else FE.ST_BARRIER, lambda j: None)
-    # Each thread's next region is read only by the fallback, after the threads disagreed; with one
-    # way out of this region they cannot, and a loop without that store vectorizes without a
-    # runtime overlap check against the SoA area.
-    outcomes = sum(site[4] in reach for site in sync_em.sync_sites) + _region_exits(flat.body, reach,
-                                                                                    start_idx)
-    record = outcomes > 1
     f.label("thread.exit")
     if record:
         f.emit("store i32 0, ptr %sitep")
@@ -1386,7 +1391,7 @@ def _emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False,
     f.emit(f"%site = phi i32 {arrivals}")
     f.emit("%live = icmp ne i32 %site, 0")
     f.emit("%site.k = select i1 %live, i32 %site, i32 -1")
-    _range_latches(f, mctx, bx, by, bz, acc, warp)
+    _range_latches(f, mctx, bx, by, bz, acc, warp, None if record else (outs or [0])[0])
     f.lines[mark:mark] = _store_undef_regs(em)
     after_entry = ["  %frame = alloca [64 x i8], align 8",
                    f"  %nxy.r = mul i32 {bx}, {by}", f"  %n.r = mul i32 %nxy.r, {bz}",
