@@ -1557,7 +1557,8 @@ done:
 
 
 # A vote's per-warp ballot of the live lanes' predicates (exchange slot FH_PRED_IN), for the next
-# region to evaluate the vote from.
+# region to evaluate the vote from; a warp wholly in the live range without bounds checks (LLVM
+# vectorizes that loop).
 _BALLOT_FN = """define internal void @"vb.{name}"(ptr %soa, i64 %n64, ptr %rng) noinline {{
 entry:
   %lo = load i32, ptr %rng
@@ -1574,7 +1575,26 @@ entry:
 w:
   %wi = phi i32 [ %w0, %entry ], [ %wi.next, %wdone ]
   %wb = shl i32 %wi, 5
-  br label %l
+  %wb64 = zext i32 %wb to i64
+  %wend = add i32 %wb, 32
+  %fl = icmp uge i32 %wb, %lo
+  %fh = icmp ule i32 %wend, %hi
+  %full = and i1 %fl, %fh
+  br i1 %full, label %f, label %l
+f:
+  %fi = phi i64 [ 0, %w ], [ %fi.next, %f ]
+  %facc = phi i32 [ 0, %w ], [ %facc.next, %f ]
+  %ft = add i64 %wb64, %fi
+  %fp = getelementptr i32, ptr %pb, i64 %ft
+  %fv = load i32, ptr %fp
+  %fnz = icmp ne i32 %fv, 0
+  %fbit0 = zext i1 %fnz to i32
+  %fi32 = trunc i64 %fi to i32
+  %fbit = shl i32 %fbit0, %fi32
+  %facc.next = or i32 %facc, %fbit
+  %fi.next = add nuw nsw i64 %fi, 1
+  %fm = icmp ult i64 %fi.next, 32
+  br i1 %fm, label %f, label %wdone
 l:
   %li = phi i32 [ 0, %w ], [ %li.next, %l ]
   %acc = phi i32 [ 0, %w ], [ %acc.next, %l ]
@@ -1595,9 +1615,10 @@ l:
   %lm = icmp ult i32 %li.next, 32
   br i1 %lm, label %l, label %wdone
 wdone:
+  %ballot = phi i32 [ %acc.next, %l ], [ %facc.next, %f ]
   %wi64 = zext i32 %wi to i64
   %bp = getelementptr i32, ptr %bb, i64 %wi64
-  store i32 %acc.next, ptr %bp
+  store i32 %ballot, ptr %bp
   %wi.next = add nuw i32 %wi, 1
   %wm = icmp ult i32 %wi.next, %w1
   br i1 %wm, label %w, label %out
