@@ -6,7 +6,6 @@ device printed appear, in order, exactly as a real GPU prints them.
 """
 
 import os
-import shutil
 import struct
 import subprocess
 import sys
@@ -17,7 +16,6 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES_DIR = ROOT / "samples"
 BUILD_DIR = SAMPLES_DIR / "build"
-BUILD_SCRIPT = ROOT / "scripts" / "build_samples"
 FLAVOURS = ("ptx", "default", "compressed")
 SAMPLES = sorted(p.stem for p in SAMPLES_DIR.glob("*.cu"))
 # Seconds per sample run; the CPU emulator compiles every kernel on first use.
@@ -40,25 +38,6 @@ EXPECTED_LINES = {
         "printf: from constant memory",
     ],
 }
-
-
-def _nvcc() -> str | None:
-    for cand in (os.environ.get("NVCC"), shutil.which("nvcc"), "/usr/local/cuda/bin/nvcc"):
-        if cand and os.path.isfile(cand) and os.access(cand, os.X_OK):
-            return cand
-    return None
-
-
-@pytest.fixture(scope="session")
-def built_samples() -> Path:
-    """Builds (or brings up to date) every sample in every flavour, once per session."""
-    if _nvcc() is None:
-        pytest.skip("nvcc not found: the samples cannot be built")
-    proc = subprocess.run([sys.executable, str(BUILD_SCRIPT), "-q"], cwd=ROOT, capture_output=True, text=True,
-                          timeout=3600)
-    if proc.returncode != 0:
-        pytest.fail(f"scripts/build_samples failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
-    return BUILD_DIR
 
 
 def _first_error_line(text: str) -> str:

@@ -104,8 +104,7 @@ def launches(rows, short):
     raise AssertionError(f"kernel {short} not in the report:\n" + "\n".join(rows))
 
 
-@pytest.mark.skipif(not os.path.isfile(VECTOR_ADD), reason="samples not built (scripts/build_samples)")
-def test_c_host_sample_through_cli(shim_libdir):
+def test_c_host_sample_through_cli(shim_libdir, built_samples):
     env = user_env(shim_libdir, ZLUDA_PROFILE="1")
     r = subprocess.run([sys.executable, "-m", "zluda_py.cli", "run", "--", VECTOR_ADD], env=env, cwd=ROOT,
                        capture_output=True, text=True, timeout=300)
@@ -120,8 +119,7 @@ def test_c_host_sample_through_cli(shim_libdir):
     assert any(r.startswith("module loads: ") for r in rows), rows
 
 
-@pytest.mark.skipif(not os.path.isfile(VECTOR_ADD), reason="samples not built (scripts/build_samples)")
-def test_c_host_without_the_variable_prints_nothing(shim_libdir):
+def test_c_host_without_the_variable_prints_nothing(shim_libdir, built_samples):
     r = subprocess.run([sys.executable, "-m", "zluda_py.cli", "run", "--", VECTOR_ADD],
                        env=user_env(shim_libdir), cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and "PASS" in r.stdout, r.stdout + r.stderr
