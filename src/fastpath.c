@@ -7,7 +7,10 @@
  * reported and logged in one place.
  *
  * Allocations made here exist only in the range table ("C-only") until a Python lookup needs them: Python
- * then adopts them all (zl_range_adopt) and owns them from there on (a C free then falls back to Python). */
+ * then adopts them all (zl_range_adopt) and owns them from there on (a C free then falls back to Python).
+ *
+ * The trivial getters (cuDriverGetVersion, cuDeviceGet, cuDeviceGetCount, cuDeviceGetAttribute) answer from
+ * a table Python publishes once after cuInit: the devices and their attributes are fixed from then on. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdatomic.h>
@@ -430,6 +433,94 @@ static int host_mapped(uint64_t addr, uint64_t n)
             tl_seen[tl_seen_next++ % SEEN_PAGES] = last;
     }
     return 1;
+}
+
+/* --- getters ------------------------------------------------------------------------------------------ */
+static atomic_int fp_getters;           /* 1 once the table below is published; it never changes again */
+static int32_t dev_count, attr_max, driver_version;
+static int32_t *attr_values;            /* dev_count rows of attr_max + 1 values */
+static uint8_t *attr_known;             /* same shape: 1 where Python answers with that value */
+
+/* `values`/`known`: n_devices rows of max_attr + 1 entries. Only the first call counts; 0, or -1. */
+int zl_fast_publish_devices(int32_t n_devices, int32_t max_attr, const int32_t *values, const uint8_t *known,
+                            int32_t version)
+{
+    static atomic_int claimed;
+    int expected = 0;
+    if (n_devices <= 0 || max_attr < 0 || !atomic_compare_exchange_strong(&claimed, &expected, 1))
+        return -1;
+    size_t cells = (size_t)n_devices * ((size_t)max_attr + 1);
+    int32_t *v = malloc(cells * sizeof *v);
+    uint8_t *k = malloc(cells);
+    if (!v || !k) {
+        free(v);
+        free(k);
+        return -1;
+    }
+    memcpy(v, values, cells * sizeof *v);
+    memcpy(k, known, cells);
+    attr_values = v;
+    attr_known = k;
+    dev_count = n_devices;
+    attr_max = max_attr;
+    driver_version = version;
+    atomic_store_explicit(&fp_getters, 1, memory_order_release);
+    return 0;
+}
+
+static inline int getters_ok(void)
+{
+    return atomic_load_explicit(&fp_getters, memory_order_acquire);
+}
+
+static inline void put_i32(uint64_t p, int32_t v)
+{
+    memcpy((void *)(uintptr_t)p, &v, sizeof v);
+}
+
+int zl_fast_driver_version(uint64_t out)
+{
+    if (!out || !getters_ok())
+        return -1;
+    put_i32(out, driver_version);
+    return 0;
+}
+
+int zl_fast_device_get(uint64_t out, int64_t ordinal)
+{
+    if (!out || !getters_ok() || ordinal < 0 || ordinal >= dev_count)
+        return -1;
+    put_i32(out, (int32_t)ordinal);
+    return 0;
+}
+
+int zl_fast_device_count(uint64_t out)
+{
+    if (!out || !getters_ok())
+        return -1;
+    put_i32(out, dev_count);
+    return 0;
+}
+
+int zl_fast_device_attribute(uint64_t out, int64_t attrib, int64_t dev)
+{
+    if (!out || !getters_ok() || dev < 0 || dev >= dev_count || attrib < 0 || attrib > attr_max)
+        return -1;
+    size_t cell = (size_t)dev * ((size_t)attr_max + 1) + (size_t)attrib;
+    if (!attr_known[cell])
+        return -1;
+    put_i32(out, attr_values[cell]);
+    return 0;
+}
+
+/* Python answers from the top of the thread's context stack without checking a sticky error; a destroyed
+ * or changed context has bumped the generation, and Python answers then. */
+int zl_fast_ctx_get_device(uint64_t out)
+{
+    if (!out || !current_ok(0))
+        return -1;
+    put_i32(out, tl_device);
+    return 0;
 }
 
 int zl_fast_mem_alloc(uint64_t dptr, uint64_t size)

@@ -11,6 +11,11 @@
 int zl_fast_mem_alloc(uint64_t dptr, uint64_t size);
 int zl_fast_mem_free(uint64_t dptr);
 int zl_fast_copy(uint64_t dst, uint64_t src, uint64_t n, int dst_device, int src_device);
+int zl_fast_driver_version(uint64_t out);
+int zl_fast_device_get(uint64_t out, int64_t ordinal);
+int zl_fast_device_count(uint64_t out);
+int zl_fast_device_attribute(uint64_t out, int64_t attrib, int64_t dev);
+int zl_fast_ctx_get_device(uint64_t out);
 
 /* Switches set by Python. */
 void zl_fast_enable(int on);
@@ -18,6 +23,8 @@ void zl_fast_invalidate(void);
 void zl_fast_set_current(uint64_t ctx, int32_t device);
 void zl_fast_busy(int32_t delta);
 int64_t zl_fast_busy_count(void);
+int zl_fast_publish_devices(int32_t n_devices, int32_t max_attr, const int32_t *values, const uint8_t *known,
+                            int32_t version);
 
 /* The allocator shared by the fast path and the CPU backend (256-byte aligned blocks, a byte budget, a
  * bounded cache of freed blocks). */

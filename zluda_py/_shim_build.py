@@ -96,7 +96,10 @@ def _c_string(s: str) -> str:
 # Exports answered first by src/fastpath.c when everything is ordinary (it returns -1 to hand the call to
 # Python): the trivial calls programs make in tight loops. Arguments are the entry's uint64 values, in order.
 _COPY_KINDS = {"cuMemcpyHtoD_v2": "1, 0", "cuMemcpyDtoH_v2": "0, 1", "cuMemcpyDtoD_v2": "1, 1", "cuMemcpy": "0, 0"}
-FAST_PATHS = {"cuMemAlloc_v2": "zl_fast_mem_alloc({0}, {1})", "cuMemFree_v2": "zl_fast_mem_free({0})"}
+FAST_PATHS = {"cuMemAlloc_v2": "zl_fast_mem_alloc({0}, {1})", "cuMemFree_v2": "zl_fast_mem_free({0})",
+              "cuDriverGetVersion": "zl_fast_driver_version({0})", "cuDeviceGet": "zl_fast_device_get({0}, {1})",
+              "cuDeviceGetCount": "zl_fast_device_count({0})", "cuCtxGetDevice": "zl_fast_ctx_get_device({0})",
+              "cuDeviceGetAttribute": "zl_fast_device_attribute({0}, {1}, {2})"}
 for _name, _kinds in _COPY_KINDS.items():
     for _n in (_name, _name + "_ptds"):
         FAST_PATHS[_n] = "zl_fast_copy({0}, {1}, {2}, " + _kinds + ")"

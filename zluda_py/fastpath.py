@@ -1,5 +1,6 @@
 """Keeps the shim's C fast path (src/fastpath.c) in step with the driver: which context each thread has
-current, when contexts change state, how many streams are busy or capturing. No-ops without the shim."""
+current, when contexts change state, how many streams are busy or capturing, the devices' fixed
+attributes. No-ops without the shim."""
 
 from zluda_py import log, native, profile
 
@@ -8,6 +9,7 @@ _decided = False
 _set_current = None
 _busy = None
 _invalidate = None
+_devices_published = False
 
 
 def _decide() -> None:
@@ -31,6 +33,36 @@ def _decide() -> None:
     _set_current = lib.zl_fast_set_current
     ON = True
     lib.zl_fast_enable(1)
+    publish_devices()
+
+
+def publish_devices() -> None:
+    """Hand C the devices and their attribute tables once cuInit has fixed them, so cuDriverGetVersion,
+    cuDeviceGet, cuDeviceGetCount and cuDeviceGetAttribute are answered there from then on (whatever
+    backend: these never change for the process)."""
+    global _devices_published
+    if _devices_published:
+        return
+    from zluda_py.driver import init
+    lib, ffi = native.lib, native.ffi
+    devices = init.DEVICES
+    if lib is None or init.BACKEND is None or not devices:
+        return
+    _devices_published = True
+    if log.TRACE or profile.ON:
+        return
+    from zluda_py.driver.procaddr import DRIVER_VERSION
+    # Only int32 values are published: anything else stays with the Python handler, which decides.
+    tables = [{k: v for k, v in d.attributes.items() if type(v) is int and 0 <= k < 4096
+               and -2**31 <= v < 2**31} for d in devices]
+    width = max((max(t, default=0) for t in tables), default=0) + 1
+    values = ffi.new("int32_t[]", len(devices) * width)
+    known = ffi.new("uint8_t[]", len(devices) * width)
+    for row, t in enumerate(tables):
+        for k, v in t.items():
+            values[row * width + k] = v
+            known[row * width + k] = 1
+    lib.zl_fast_publish_devices(len(devices), width - 1, values, known, DRIVER_VERSION)
 
 
 def publish(ctx) -> None:

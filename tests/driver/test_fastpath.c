@@ -1,6 +1,7 @@
 /* The C fast path of cuMemAlloc / cuMemFree / the synchronous cuMemcpy forms (src/fastpath.c), through the
  * real libcuda.so.1: values, errors that must still come from the Python handlers, how allocations made in
- * C look to the rest of the driver, ordering behind busy streams, sticky errors, threads, leaks, contexts.
+ * C look to the rest of the driver, ordering behind busy streams, sticky errors, threads, leaks, contexts;
+ * "getters" prints the getters' answers for the Python test to compare with the fast path off.
  * argv[1] selects one part ("all" runs each); prints "FAIL ..." per failed check and "PASSED <part>". */
 #include <cuda.h>
 #include <pthread.h>
@@ -474,9 +475,88 @@ static void part_capture(void)
     OK(cuMemFree(a));
 }
 
+/* The getters, printed one line per call ("<call> <code> <value>", the output poisoned first) for
+ * tests/driver/test_fastpath.py to compare with the same program run with the fast path off: before
+ * cuInit, every attribute number of every device (and bad ones), NULL outputs, with and without a context.
+ * Each table is printed twice: the first calls publish the table to C, the second are answered there. */
+#define POISON 0x5a5a5a5a
+#define SHOW(name, call, out)                                                               \
+    do {                                                                                    \
+        out = POISON;                                                                       \
+        CUresult r_ = (call);                                                               \
+        printf("%s %d %d\n", name, (int)r_, (int)out);                                      \
+    } while (0)
+
+static void getters_table(const char *round)
+{
+    int v, n = 0;
+    CUdevice d;
+    printf("round %s\n", round);
+    SHOW("version", cuDriverGetVersion(&v), v);
+    printf("version-null %d\n", (int)cuDriverGetVersion(NULL));
+    SHOW("count", cuDeviceGetCount(&n), n);
+    printf("count-null %d\n", (int)cuDeviceGetCount(NULL));
+    if (n < 0 || n > 64)
+        n = 0;          /* the poison: no cuInit yet */
+    for (int o = -2; o <= n + 1; o++) {
+        char name[64];
+        snprintf(name, sizeof name, "get %d", o);
+        SHOW(name, cuDeviceGet(&d, o), d);
+        printf("get-null %d %d\n", o, (int)cuDeviceGet(NULL, o));
+    }
+    static const int odd[] = {-1, 0, 148, 200, 1000, 4095, 4096, 0x7fffffff, (int)0x80000000};
+    for (int dv = -1; dv <= n; dv++) {
+        for (int a = 1; a <= 160; a++) {
+            char name[64];
+            snprintf(name, sizeof name, "attr %d %d", dv, a);
+            SHOW(name, cuDeviceGetAttribute(&v, (CUdevice_attribute)a, dv), v);
+        }
+        for (size_t i = 0; i < sizeof odd / sizeof odd[0]; i++) {
+            char name[64];
+            snprintf(name, sizeof name, "attr %d %d", dv, odd[i]);
+            SHOW(name, cuDeviceGetAttribute(&v, (CUdevice_attribute)odd[i], dv), v);
+        }
+        printf("attr-null %d %d\n", dv, (int)cuDeviceGetAttribute(NULL, CU_DEVICE_ATTRIBUTE_WARP_SIZE, dv));
+    }
+    SHOW("ctxdev", cuCtxGetDevice(&d), d);
+    printf("ctxdev-null %d\n", (int)cuCtxGetDevice(NULL));
+}
+
+static int part_getters(void)
+{
+    getters_table("before-init");
+    OK(cuInit(0));
+    getters_table("no-context-1");
+    getters_table("no-context-2");
+    int n = 0;
+    OK(cuDeviceGetCount(&n));
+    for (int o = n - 1; o >= 0; o--) {
+        CUcontext c;
+        char round[64];
+        OK(cuDevicePrimaryCtxRetain(&c, o));
+        OK(cuCtxSetCurrent(c));
+        snprintf(round, sizeof round, "context-%d", o);
+        getters_table(round);
+        getters_table(round);
+    }
+    /* A destroyed current context: Python's answer either way. */
+    CUcontext own;
+    OK(cuCtxCreate(&own, NULL, 0, 0));
+    getters_table("own-context");
+    OK(cuCtxDestroy(own));
+    getters_table("destroyed-context");
+    getters_table("destroyed-context");
+    printf("%d checks, %d failed\n", checks, failures);
+    if (failures) return 1;
+    printf("PASSED getters\n");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *part = argc > 1 ? argv[1] : "all";
+    if (strcmp(part, "getters") == 0)
+        return part_getters();      /* it starts before cuInit */
     CUdeviceptr p;
     EXPECT(cuMemAlloc(&p, 64), CUDA_ERROR_NOT_INITIALIZED);
     setup();

@@ -3,7 +3,7 @@
 import re
 import struct
 
-from zluda_py import cmem
+from zluda_py import cmem, fastpath
 from zluda_py.dispatch import export
 from zluda_py.driver import init
 from zluda_py.errors import CudaError, CUDA_ERROR_INVALID_DEVICE, CUDA_ERROR_INVALID_VALUE
@@ -15,6 +15,8 @@ def device_props(dev: int):
     """DeviceProperties of ordinal `dev`; NOT_INITIALIZED before cuInit, INVALID_DEVICE when out of range."""
     init.require_init()
     devices = init.DEVICES
+    if not fastpath._devices_published:
+        fastpath.publish_devices()
     if not 0 <= dev < len(devices):
         raise CudaError(CUDA_ERROR_INVALID_DEVICE, f"device {dev} does not exist ({len(devices)} present)")
     return devices[dev]
@@ -39,6 +41,8 @@ def device_get(device_out, ordinal):
 @export("cuDeviceGetCount")
 def device_get_count(count_out):
     init.require_init()
+    if not fastpath._devices_published:
+        fastpath.publish_devices()
     cmem.write_i32(count_out, len(init.DEVICES), "count")
 
 
