@@ -917,19 +917,15 @@ def _region_exits(body, reach, start):
         last.opcode in ("bra", "ret", "exit", "trap") or sync_kind(last))
 
 
-def _region_writes(body, succ, start, written):
-    """Registers some path from statement `start` to the next (unguarded) barrier may write."""
-    seen, stack, out = set(), [start], set()
-    while stack:
-        i = stack.pop()
-        if i in seen or i >= len(body):
-            continue
-        seen.add(i)
+def _region_writes(body, reach, written):
+    """Registers the statements `reach` (from _region_reach) may write; the barrier that ends the
+    region is left out, as what it writes belongs to the next region."""
+    out = set()
+    for i in reach:
         st = body[i]
         if isinstance(st, A.Instruction) and sync_kind(st) and not st.guard:
             continue
         out |= written.get(i, set())
-        stack.extend(succ[i])
     return out
 
 
@@ -1328,7 +1324,7 @@ def _emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False,
     reg_off = sync_em.reg_off
     if [s[4] for s in em.sync_sites] != [s[4] for s in sync_em.sync_sites]:
         return None
-    writes = _region_writes(flat.body, succ, start_idx, em.written)
+    writes = _region_writes(flat.body, reach, em.written)
     if k:
         # what the collective this region starts after writes (its `after`, in the restore below)
         writes |= defs_uses(flat.body[sync_em.sync_sites[k - 1][4]], em.is_register)[0]
