@@ -62,16 +62,22 @@ def compile_options() -> dict:
     return opts
 
 
-def load_module(ptx_text: str, name: str = "") -> CpuModule:
+def compile_module(ptx_text: str, target: str, name: str = ""):
+    """ptx.compile with the options the environment asks for (every backend), its errors turned into the
+    CUresults a module load returns."""
     import ptx
     try:
-        host_module = ptx.compile(ptx_text, target="host", **compile_options())
+        return ptx.compile(ptx_text, target=target, **compile_options())
     except ptx.PTXUnsupportedError as e:
         raise CudaError(CUDA_ERROR_NOT_SUPPORTED, f"module {name}: {e}") from None
     except ptx.PTXError as e:
         raise CudaError(CUDA_ERROR_INVALID_PTX, f"module {name}: {e}") from None
     except OSError as e:
         raise CudaError(CUDA_ERROR_UNKNOWN, f"module {name}: compiling failed: {e}") from None
+
+
+def load_module(ptx_text: str, name: str = "") -> CpuModule:
+    host_module = compile_module(ptx_text, "host", name)
     if log.TRACE:
         log.write(f"module {name}: {len(host_module.kernels)} kernels, "
                   f"{'from the cache' if getattr(host_module, 'cache_hit', False) else 'compiled'}")

@@ -13,8 +13,7 @@ from zluda_py.backends.base import (Backend, BackendEvent, BackendFunction, Back
 from zluda_py.backends.hip import runtime
 from zluda_py.backends.hip.attributes import compute_capability, hip_attributes
 from zluda_py.backends.hip.runtime import call
-from zluda_py.errors import (CudaError, CUDA_ERROR_INVALID_PTX, CUDA_ERROR_NO_DEVICE, CUDA_ERROR_NOT_SUPPORTED,
-                             CUDA_ERROR_UNKNOWN)
+from zluda_py.errors import CudaError, CUDA_ERROR_NO_DEVICE
 
 HIP_MEMCPY_DEFAULT = 4
 HIP_NOT_READY = 600
@@ -270,16 +269,8 @@ class HipBackend(Backend):
         return HipEvent(self.hip, flags)
 
     def module_load(self, device, ptx_text, name=""):
-        import ptx
-        from zluda_py.backends.cpu.module import compile_options
-        try:
-            compiled = ptx.compile(ptx_text, target=self.arch(device), **compile_options())
-        except ptx.PTXUnsupportedError as e:
-            raise CudaError(CUDA_ERROR_NOT_SUPPORTED, f"module {name}: {e}") from None
-        except ptx.PTXError as e:
-            raise CudaError(CUDA_ERROR_INVALID_PTX, f"module {name}: {e}") from None
-        except OSError as e:
-            raise CudaError(CUDA_ERROR_UNKNOWN, f"module {name}: compiling failed: {e}") from None
+        from zluda_py.backends.cpu.module import compile_module
+        compiled = compile_module(ptx_text, self.arch(device), name)
         if log.TRACE:
             log.write(f"module {name}: {len(compiled.kernels)} kernels for {compiled.target.cpu}"
                       f"{' (cached)' if compiled.cache_hit else ''}")
