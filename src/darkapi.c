@@ -9,7 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "darkapi.h"
+#include "zluda_shim.h"
 
 typedef int32_t dark_result;
 typedef uint64_t dark_ctx;
@@ -26,9 +26,14 @@ extern int32_t cuModuleLoadData(uint64_t *module, const void *image);
 extern int32_t cuCtxGetCurrent(uint64_t *ctx);
 extern int32_t cuCtxCreate_v2(uint64_t *ctx, unsigned flags, int dev);
 
-/* Implemented in Python (zluda_py/darkapi.py, through cffi `extern "Python+C"`): the device's primary
- * context handle, without retaining or activating it. */
-extern int32_t zluda_dark_primary_ctx(uint64_t *out, int32_t dev);
+/* The device's primary context handle, without retaining or activating it: implemented in Python
+ * (zluda_py/darkapi.py, through cffi `extern "Python+C"`), reached through src/loader.c. */
+static int32_t zluda_dark_primary_ctx(uint64_t *out, int32_t dev)
+{
+    if (__atomic_load_n(&zluda_shim_disabled, __ATOMIC_ACQUIRE) || zluda_python_start() != 0)
+        return zluda_disabled_result(-1);
+    return zluda_dark_primary_ctx_ptr(out, dev);
+}
 
 /* ---------------------------------------------------------------------------------------------------
  * MD2 (RFC 1319) and HMAC-MD2 (RFC 2104, 16-byte block). */

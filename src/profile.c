@@ -4,7 +4,6 @@
 
 #include "zluda_shim.h"
 
-void zluda_profile_report(void);    /* extern "Python+C" (src/profile.cdef): zluda_py/profile.py */
 
 static int registered;
 
@@ -12,8 +11,8 @@ static void report_at_exit(void)
 {
     /* In a Python host this runs after Py_FinalizeEx (which set zluda_shim_disabled); Python's own
      * atexit has reported there already. */
-    if (!zluda_shim_disabled)
-        zluda_profile_report();
+    if (!zluda_shim_disabled && zluda_profile_report_ptr)
+        zluda_profile_report_ptr();     /* extern "Python+C" (src/profile.cdef): zluda_py/profile.py */
 }
 
 /* Called once by zluda_py/profile.py (under the GIL) when profiling starts. */

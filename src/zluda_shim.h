@@ -4,25 +4,28 @@
 
 #include <stdint.h>
 
-/* Runs the Python handler of exported function `fid` (its index in cuda_decls.json) over the raw
- * arguments; returns a CUresult. Implemented by cffi (extern "Python+C"); safe from any thread. */
-int zluda_dispatch(int fid, uint64_t *args);
+#include "loader.h"
 
-/* Set at load time when Python cannot be entered safely (see src/shim.c); every call then fails with
- * CUDA_ERROR_SHARED_OBJECT_INIT_FAILED (303) without touching Python. */
+/* Set when Python cannot be entered safely (see src/loader.c); every call then fails without touching
+ * Python (zluda_disabled_result). */
 extern int zluda_shim_disabled;
 
-/* How C code in src/ enters a driver function by id (generated entry points call their typed
- * zluda_call_<signature> extern instead, which is cheaper). */
+/* Runs the Python handler of exported function `fid` (its index in cuda_decls.json) over the raw
+ * arguments; returns a CUresult. Safe from any thread. (Generated entry points call their typed
+ * zluda_call_<signature> pointer instead, which is cheaper.) */
 static inline int zluda_enter(int fid, uint64_t *args)
 {
-    if (__builtin_expect(zluda_shim_disabled, 0))
-        return 303;
-    return zluda_dispatch(fid, args);
+    if (__builtin_expect(__atomic_load_n(&zluda_shim_disabled, __ATOMIC_ACQUIRE), 0) || zluda_python_start() != 0)
+        return zluda_disabled_result(fid);
+    return zluda_dispatch_ptr(fid, args);
 }
 
 /* The address of exported function `fid` (for cuGetProcAddress), NULL when out of range. Generated. */
 void *zluda_fn_address(int fid);
+
+/* cuGetErrorName / cuGetErrorString's static strings, NULL for an unknown code. Generated. */
+const char *zluda_error_name(int code);
+const char *zluda_error_string(int code);
 
 /* 1 when the shim was loaded into a running Python (ctypes, numba), 0 inside a C program. */
 int zluda_host_is_python(void);

@@ -1,10 +1,13 @@
-"""Builds the shim, libcuda.so.1 (cffi embedding mode): one C entry point per exported symbol, generated
-from cuda_decls.json, each handing its arguments to the Python dispatcher. Rebuilds only on change.
+"""Builds the shim: libcuda.so.1, a C library with one entry point per exported symbol (generated from
+cuda_decls.json) that links no libpython, and _zluda_shim.so beside it, the cffi-embedded module whose
+entry points hand the arguments to the Python dispatcher (src/loader.c joins the two). Rebuilds only on change.
 
     python3 -m zluda_py._shim_build [--force] [--out DIR [--src DIR]]
 """
 
+import contextlib
 import fcntl
+import io
 import hashlib
 import json
 import os
@@ -18,6 +21,8 @@ PKG_ROOT = os.path.dirname(PKG_DIR)  # the directory that holds zluda_py/ (what 
 DECLS = os.path.join(PKG_DIR, "cuda_decls.json")
 LIB_NAME = "libcuda.so.1"
 MODULE_NAME = "_zluda_shim"
+MODULE_FILE = MODULE_NAME + ".so"
+EMBED_SOURCE = "embed.c"        # the module's own C; every other src/*.c is the front library's
 CUDA_ERROR_UNKNOWN = 999
 CUDA_ERROR_SHARED_OBJECT_INIT_FAILED = 303
 
@@ -30,18 +35,28 @@ _C_TYPE = {"i8": "int8_t", "i16": "int16_t", "i32": "int32_t", "i64": "int64_t",
 def source_dir() -> str:
     """src/ of a checkout (editable install), else the copy installed inside the package."""
     for d in (os.path.join(PKG_ROOT, "src"), os.path.join(PKG_DIR, "src")):
-        if os.path.isfile(os.path.join(d, "shim.c")):
+        if os.path.isfile(os.path.join(d, "loader.c")):
             return d
-    raise FileNotFoundError("the shim's C sources (src/shim.c) are missing from this installation")
+    raise FileNotFoundError("the shim's C sources (src/loader.c) are missing from this installation")
 
 
 def _sources(src: str):
     return sorted(os.path.join(src, f) for f in os.listdir(src) if f.endswith((".c", ".h", ".cdef")))
 
 
+def _installed(src: str) -> bool:
+    """Sources inside the package: an installed copy, which records no paths (it may have been built on
+    another machine, by another interpreter of the same minor version)."""
+    return os.path.abspath(src) == os.path.join(PKG_DIR, "src")
+
+
 def inputs_hash(src: str) -> str:
     h = hashlib.sha256()
-    h.update(sys.version.encode())  # the shim links this Python's libpython
+    if _installed(src):
+        h.update(f"{sys.version_info.major}.{sys.version_info.minor}".encode())    # the ABI built for
+    else:
+        h.update(sys.version.encode())      # the module is built against this Python's headers
+        h.update(sys.executable.encode())   # and a checkout's front library names this interpreter
     for path in [DECLS, os.path.abspath(__file__)] + _sources(src):
         h.update(os.path.basename(path).encode())
         with open(path, "rb") as f:
@@ -77,8 +92,54 @@ def extern_name(sig: str) -> str:
 
 
 def _extern_decl(sig: str) -> str:
-    args = "".join(f", {_SIG_C_TYPE[c]} a{i}" for i, c in enumerate(sig))
-    return f"int {extern_name(sig)}(int fid{args})"
+    return f"int {extern_name(sig)}(int fid{_extern_args(sig)})"
+
+
+def _extern_args(sig: str) -> str:
+    return "".join(f", {_SIG_C_TYPE[c]} a{i}" for i, c in enumerate(sig))
+
+
+def _pointer_name(sig: str) -> str:
+    return extern_name(sig) + "_ptr"
+
+
+def _python_entries(sig: str):
+    """The front's pointer to the module's extern for one signature, first aimed at a starter that brings
+    Python up (src/loader.c) and then calls through the bound pointer."""
+    args = _extern_args(sig)
+    names = "".join(f", a{i}" for i in range(len(sig)))
+    starter = "zl_start_" + (sig or "v")
+    return [f"static int {starter}(int fid{args});",
+            f"static int (*{_pointer_name(sig)})(int fid{args}) = {starter};",
+            f"static int {starter}(int fid{args}) {{",
+            "    if (zluda_python_start() != 0)",
+            "        return zluda_disabled_result(fid);",
+            f"    return __atomic_load_n(&{_pointer_name(sig)}, __ATOMIC_ACQUIRE)(fid{names});",
+            "}"]
+
+
+# The module's Python+C functions that C code of the front calls directly (besides the typed externs).
+_MODULE_ENTRIES = (("zluda_dispatch", "int (*zluda_dispatch_ptr)(int fid, uint64_t *args)"),
+                   ("zluda_dark_primary_ctx", "int32_t (*zluda_dark_primary_ctx_ptr)(uint64_t *out, int32_t dev)"),
+                   ("zluda_profile_report", "void (*zluda_profile_report_ptr)(void)"))
+
+
+def _bind_function(sigs) -> list:
+    out = [f"{decl};" for _, decl in _MODULE_ENTRIES]
+    out.append("int zluda_bind_python(void *module) {")
+    out.append("    void *p;")
+    for sig in sigs:
+        out.append(f'    if (!(p = dlsym(module, "{extern_name(sig)}")))')
+        out.append("        return -1;")
+        out.append(f"    __atomic_store_n((void **)&{_pointer_name(sig)}, p, __ATOMIC_RELEASE);")
+    for name, decl in _MODULE_ENTRIES:
+        ptr = decl[decl.index("(*") + 2:decl.index(")")]
+        out.append(f'    if (!(p = dlsym(module, "{name}")))')
+        out.append("        return -1;")
+        out.append(f"    __atomic_store_n((void **)&{ptr}, p, __ATOMIC_RELEASE);")
+    out.append("    return 0;")
+    out.append("}")
+    return out
 
 
 def _pass(abi: str, name: str) -> str:
@@ -111,8 +172,11 @@ def signatures(decls):
 
 def generate_c(decls) -> str:
     funcs = decls["functions"]
-    out = ["#include <stdint.h>", '#include "zluda_shim.h"', '#include "fastpath.h"', ""]
-    out.extend(_extern_decl(sig) + ";" for sig in signatures(decls))
+    out = ["#define _GNU_SOURCE", "#include <dlfcn.h>", "#include <stdint.h>", '#include "zluda_shim.h"',
+           '#include "fastpath.h"', ""]
+    for sig in signatures(decls):
+        out.extend(_python_entries(sig))
+    out.extend(_bind_function(signatures(decls)))
     sizes = sorted({int(p["abi"][7:]) for f in funcs for p in f["params"] if p["abi"].startswith("struct:")})
     for n in sizes:
         body = f"uint64_t w[{n // 8}];" if n % 8 == 0 else f"uint8_t b[{n}];"
@@ -122,8 +186,8 @@ def generate_c(decls) -> str:
         decl = ", ".join(_param_decl(p["abi"], n) for p, n in zip(f["params"], names)) or "void"
         passed = "".join(", " + _pass(p["abi"], n) for p, n in zip(f["params"], names))
         out.append(f"int {f['name']}({decl}) {{")
-        out.append("    if (__builtin_expect(zluda_shim_disabled, 0))")
-        out.append(f"        return {CUDA_ERROR_SHARED_OBJECT_INIT_FAILED};")
+        out.append("    if (__builtin_expect(__atomic_load_n(&zluda_shim_disabled, __ATOMIC_ACQUIRE), 0))")
+        out.append(f"        return zluda_disabled_result({fid});")
         fast = FAST_PATHS.get(f["name"])
         if fast:
             out.append("    {")
@@ -131,7 +195,8 @@ def generate_c(decls) -> str:
             out.append("        if (fast >= 0)")
             out.append("            return fast;")
             out.append("    }")
-        out.append(f"    return {extern_name(signature(f['params']))}({fid}{passed});")
+        ptr = _pointer_name(signature(f["params"]))
+        out.append(f"    return __atomic_load_n(&{ptr}, __ATOMIC_ACQUIRE)({fid}{passed});")
         out.append("}")
     out.append(f"static void *const zluda_fn_table[{len(funcs)}] = {{")
     out.extend(f"    (void *){f['name']}," for f in funcs)
@@ -160,26 +225,28 @@ const char *zluda_error_name(int code);
 const char *zluda_error_string(int code);
 const char *zluda_shim_path(void);
 int zluda_host_is_python(void);
+const char *zluda_embed_path(void);
 """
 
 
 def _init_code(extra_paths, externs) -> str:
-    # Runs once, inside whichever interpreter the shim finds or starts. It must make zluda_py importable
-    # without PYTHONPATH: the package root is worked out from where the shim itself lives (it sits in
-    # <root>/zluda_py/_lib/), falling back to the root recorded at build time; the build interpreter's
-    # sys.path entries are appended (not prepended, so an already running interpreter keeps its own).
+    # Runs once, inside the interpreter src/loader.c started (or joined). It must make zluda_py importable
+    # without PYTHONPATH: the package root is worked out from where this module lives (<root>/zluda_py/
+    # _lib/), falling back to the root recorded at build time; the build interpreter's sys.path entries are
+    # appended (not prepended, so an already running interpreter keeps its own). It never raises (cffi would
+    # print a traceback into the host's output): src/embed.c reads sys._zluda_shim_ready or _error instead.
     return f"""
 import sys
-from {MODULE_NAME} import ffi, lib
 
 
 def _swallow(exc_type, exc_value, tb):
     pass  # dispatch() already turned every error into a CUresult; nothing may reach the host
 
 
-try:
-    _here = ffi.string(lib.zluda_shim_path()).decode("utf-8", "surrogateescape")
+def _start():
+    from {MODULE_NAME} import ffi, lib
     import os.path
+    _here = ffi.string(lib.zluda_embed_path()).decode("utf-8", "surrogateescape")
     _root = {PKG_ROOT!r}
     if _here:
         _d = os.path.dirname(os.path.realpath(_here))
@@ -192,27 +259,19 @@ try:
             sys.path.append(_p)
     if not hasattr(sys, "argv"):
         sys.argv = [""]
-    if not lib.zluda_host_is_python() and os.path.exists({sys.executable!r}):
-        # Started inside a C program, Python took the first python3 on PATH as sys.executable, maybe
-        # another version: anything that spawns sys.executable must get the interpreter built against.
-        sys.executable = {sys.executable!r}
     import zluda_py.native
     zluda_py.native.attach(ffi, lib)
-    from zluda_py.dispatch import dispatch as _dispatch, entry as _entry
+    from zluda_py.dispatch import dispatch, entry
+    ffi.def_extern(name="zluda_dispatch", error={CUDA_ERROR_UNKNOWN}, onerror=_swallow)(dispatch)
+    for _name, _nargs in {list(externs)!r}:
+        ffi.def_extern(name=_name, error={CUDA_ERROR_UNKNOWN}, onerror=_swallow)(entry(_nargs))
+
+
+try:
+    _start()
+    sys._zluda_shim_ready = True
 except BaseException as _e:
-    # Left unattached, cffi would answer 0 (CUDA_SUCCESS) to every call: fail each call instead, and say
-    # why once, whatever ZLUDA_LOG says, since nothing will work.
-    sys.stderr.write(f"[zluda] the driver cannot start: {{type(_e).__name__}}: {{_e}} (run: zluda-py doctor)\\n")
-
-    def _dispatch(fid, *args):
-        return {CUDA_ERROR_SHARED_OBJECT_INIT_FAILED}
-
-    def _entry(nargs):
-        return _dispatch
-
-ffi.def_extern(name="zluda_dispatch", error={CUDA_ERROR_UNKNOWN}, onerror=_swallow)(_dispatch)
-for _name, _nargs in {list(externs)!r}:
-    ffi.def_extern(name=_name, error={CUDA_ERROR_UNKNOWN}, onerror=_swallow)(_entry(_nargs))
+    sys._zluda_shim_error = f"{{type(_e).__name__}}: {{_e}}"
 """
 
 
@@ -220,16 +279,49 @@ def _build_paths():
     return [p for p in sys.path if p and os.path.isabs(p) and os.path.isdir(p) and p != PKG_ROOT]
 
 
+def _build_info(decls, out_dir: str, record_paths: bool) -> str:
+    """build_info.h: what src/loader.c must know of the Python this is built for. An installed package's
+    build (record_paths False) names no path of the build machine: it finds its Python from where it lies."""
+    ver = f"{sys.version_info.major}.{sys.version_info.minor}"
+    soname = sysconfig.get_config_var("INSTSONAME") if sysconfig.get_config_var("Py_ENABLE_SHARED") else ""
+    if not soname or not soname.endswith(tuple(f".so{x}" for x in ("", ".1.0", ".1"))):
+        soname = f"libpython{ver}.so.1.0"
+    libdir = sysconfig.get_config_var("LIBDIR") or ""
+    rel = os.path.relpath(libdir, sys.base_prefix) if libdir.startswith(sys.base_prefix + os.sep) else "lib"
+    fid_cuinit = next(i for i, f in enumerate(decls["functions"]) if f["name"] == "cuInit")
+    facts = {"ZLUDA_PY_VERSION": ver, "ZLUDA_PY_SONAME": soname, "ZLUDA_PY_LIBDIR_REL": rel,
+             "ZLUDA_PY_MULTIARCH": sysconfig.get_config_var("MULTIARCH") or "",
+             "ZLUDA_BUILD_PYTHON": sys.executable if record_paths else "",
+             "ZLUDA_BUILD_LIBDIR": os.path.abspath(out_dir) if record_paths else "",
+             "ZLUDA_MODULE_FILE": MODULE_FILE}
+    lines = [f"#define {k} {_c_string(v)}" for k, v in facts.items()]
+    lines.append(f"#define ZLUDA_FID_CUINIT {fid_cuinit}")
+    return "/* Generated by zluda_py/_shim_build.py. */\n" + "\n".join(lines) + "\n"
+
+
+def _compiler() -> list:
+    import shlex
+    return shlex.split(os.environ.get("CC") or "cc")
+
+
+def _run(cmd) -> None:
+    import subprocess
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError(f"building the shim failed: {' '.join(cmd)}\n{p.stdout}{p.stderr}")
+
+
 def build(out_dir: str, src: str = None, record_paths: bool = True) -> str:
-    """Compile libcuda.so.1 into out_dir (plus the libcuda.so link); returns its path. record_paths: let
-    the embedded interpreter also search this interpreter's sys.path (a checkout's dependencies live
-    there); an installed package finds its dependencies beside itself, in its own site-packages."""
+    """Compile libcuda.so.1 and _zluda_shim.so into out_dir (plus the libcuda.so link); returns the
+    library's path. record_paths: let the embedded interpreter also search this interpreter's sys.path, and
+    record this interpreter and out_dir (a checkout's dependencies live there); an installed package finds
+    its interpreter and dependencies from where it lies, in its own site-packages."""
     import cffi
 
     src = src or source_dir()
     with open(DECLS) as f:
         decls = json.load(f)
-    c_files = sorted(os.path.join(src, f) for f in os.listdir(src) if f.endswith(".c"))
+    front_c = sorted(os.path.join(src, f) for f in os.listdir(src) if f.endswith(".c") and f != EMBED_SOURCE)
     sigs = signatures(decls)
     cdef = CDEF + "".join(f'extern "Python+C" {_extern_decl(sig)};\n' for sig in sigs) + \
         "".join(open(p).read() for p in _sources(src) if p.endswith(".cdef"))
@@ -239,24 +331,39 @@ def build(out_dir: str, src: str = None, record_paths: bool = True) -> str:
     ffi.cdef(cdef)
     externs = [(extern_name(sig), len(sig)) for sig in sigs]
     ffi.embedding_init_code(_init_code(_build_paths() if record_paths else [], externs))
+    ffi.set_source(MODULE_NAME, '#include "zluda_shim.h"\n#include "fastpath.h"\n'
+                   f'#include "{EMBED_SOURCE}"\n')
     os.makedirs(out_dir, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix=".build-", dir=out_dir)
     try:
-        exports = [f["name"] for f in decls["functions"]]
+        with open(os.path.join(tmp, "build_info.h"), "w") as f:
+            f.write(_build_info(decls, out_dir, record_paths))
+        exports_c = os.path.join(tmp, "exports.c")
+        with open(exports_c, "w") as f:
+            f.write(generate_c(decls))
         script = os.path.join(tmp, "exports.map")
         with open(script, "w") as f:
-            f.write("{ global:\n" + "".join(f"  {n};\n" for n in exports) +
-                    f"  PyInit_{MODULE_NAME};\nlocal: *;\n}};\n")
-        libdir = sysconfig.get_config_var("LIBDIR") or ""
-        ffi.set_source(MODULE_NAME, generate_c(decls), sources=c_files, include_dirs=[src],
-                       libraries=["dl"],
-                       extra_compile_args=["-O2", "-Wno-unused-function"],
-                       extra_link_args=[f"-Wl,--version-script={script}", "-Wl,-Bsymbolic-functions",
-                                        f"-Wl,-rpath,{libdir}", f"-Wl,-soname,{LIB_NAME}"])
-        built = ffi.compile(tmpdir=tmp, target=LIB_NAME, verbose=False)
+            f.write("{ global:\n" + "".join(f"  {f_['name']};\n" for f_ in decls["functions"]) +
+                    "  zl_*;\n  zluda_*;\nlocal: *;\n};\n")
+        cc = _compiler()
+        common = ["-O2", "-fPIC", "-shared", "-pthread", f"-I{src}", f"-I{tmp}", "-Wno-unused-function",
+                  "-Werror=implicit-function-declaration"]
+        front = os.path.join(tmp, LIB_NAME)
+        _run(cc + common + [exports_c] + front_c +
+             ["-o", front, f"-Wl,--version-script={script}", "-Wl,-Bsymbolic-functions",
+              f"-Wl,-soname,{LIB_NAME}", "-ldl"])
+        module_c = os.path.join(tmp, MODULE_NAME + ".c")
+        with contextlib.redirect_stdout(io.StringIO()):     # cffi announces the file it writes
+            ffi.emit_c_code(module_c)
+        # No libpython here either: its Py* symbols come from the interpreter loader.c put in global scope
+        # (or the Python host's), and the front's zl_*/zluda_* functions through DT_NEEDED libcuda.so.1.
+        module = os.path.join(tmp, MODULE_FILE)
+        _run(cc + common + [f"-I{sysconfig.get_paths()['include']}", module_c, "-o", module, front,
+                            "-Wl,-Bsymbolic", "-ldl"])
         # Replace by rename: processes that have the old library mapped keep their (unlinked) copy.
+        os.replace(module, os.path.join(out_dir, MODULE_FILE))
         final = os.path.join(out_dir, LIB_NAME)
-        os.replace(built, final)
+        os.replace(front, final)
         link = os.path.join(out_dir, "libcuda.so")
         tmp_link = os.path.join(tmp, "libcuda.so")
         os.symlink(LIB_NAME, tmp_link)
@@ -299,7 +406,8 @@ def ensure_built(force: bool = False) -> str:
     with open(os.path.join(out, ".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # several processes may ask at once: one builds, others wait
         if force or not _is_current(out, digest):
-            build(out, src)
+            # a copy outside the package cannot tell its installation from where it lies: it records it
+            build(out, src, record_paths=not _installed(src) or out != default_dir())
             with open(os.path.join(out, ".stamp"), "w") as f:
                 f.write(digest)
     return out

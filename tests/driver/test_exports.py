@@ -199,7 +199,8 @@ def test_broken_installation_fails_every_call(shim_libdir, tmp_path):
     (pkg / "_lib").mkdir(parents=True)
     (pkg / "__init__.py").write_text("raise ImportError('deliberately broken for the test')\n")
     (pkg / "dispatch.py").write_text("")
-    shutil.copy(os.path.join(shim_libdir, "libcuda.so.1"), pkg / "_lib" / "libcuda.so.1")
+    for name in ("libcuda.so.1", "_zluda_shim.so"):
+        shutil.copy(os.path.join(shim_libdir, name), pkg / "_lib" / name)
     script = (f"import ctypes; lib = ctypes.CDLL({str(pkg / '_lib' / 'libcuda.so.1')!r}); "
               "v = ctypes.c_int(7); print(lib.cuDriverGetVersion(ctypes.byref(v)), lib.cuInit(0), v.value)")
     r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=str(tmp_path),
