@@ -19,7 +19,8 @@ class BuildPyWithShim(build_py):
             return
         pkg = os.path.join(self.build_lib, "zluda_py")
         src = os.path.join(pkg, "src")
-        os.makedirs(src, exist_ok=True)
+        shutil.rmtree(src, ignore_errors=True)  # a build/ left from an older tree may hold removed sources
+        os.makedirs(src)
         for name in os.listdir(os.path.join(HERE, "src")):
             if name.endswith((".c", ".h", ".cdef")):
                 shutil.copy2(os.path.join(HERE, "src", name), src)
