@@ -289,6 +289,11 @@ static int find_python(const char *libdir, char *exe, size_t cap)
     if (found > 0)
         return 0;
     if (found == 0) {
+        if (!ZLUDA_BUILD_PYTHON[0]) {
+            say("this libcuda.so.1 lies outside a Python installation (%s) and records none: no CUDA device "
+                "(use the directory `zluda-py libdir` prints, or set ZLUDA_PYTHON)", libdir);
+            return -1;
+        }
         snprintf(exe, cap, "%s", ZLUDA_BUILD_PYTHON);
         if (access(exe, X_OK) == 0)
             return 0;
