@@ -49,7 +49,6 @@ def _f64(x):
 
 
 _SIGN = 1 << 63
-_SIGNED = ("i8", "i16", "i32", "i64")
 _CONVERT = {"i8": "((a[{i}] ^ _SIGN) - _SIGN)", "i16": "((a[{i}] ^ _SIGN) - _SIGN)",
             "i32": "((a[{i}] ^ _SIGN) - _SIGN)", "i64": "((a[{i}] ^ _SIGN) - _SIGN)",
             "f32": "_f32(a[{i}])", "f64": "_f64(a[{i}])"}
@@ -80,9 +79,11 @@ def _unsupported(name):
 
 
 def _traced(fid, handler):
+    from zluda_py.trace import call_line
+
     def traced(*values):
         r = handler(*values) or 0
-        log.write(f"{FUNCTIONS[fid]['name']}({_trace_args(fid, values)}) -> {NAME_OF.get(r, r)}")
+        log.write(call_line(fid, values, r))
         return r
     return traced
 
@@ -122,28 +123,14 @@ def _ensure_table():
 
 # ---- entries: what the C side calls ----------------------------------------------------------------
 
-def _trace_value(param, value):
-    abi = param.get("abi", "u64")
-    if abi in _SIGNED or abi in ("f32", "f64"):
-        return repr(value)
-    if value and param.get("ctype") == "const char *":
-        from zluda_py import cmem
-        return repr(cmem.read_cstring(value, limit=200))  # names (cuGetProcAddress, cuModuleGetFunction)
-    return f"{value:#x}"
-
-
-def _trace_args(fid, values):
-    f = FUNCTIONS[fid]
-    return ", ".join(f"{p['name']}={_trace_value(p, v)}" for p, v in zip(f["params"], values))
-
-
 def _failed(fid, e, values) -> int:
     """The CUresult for a handler's exception, logged as ZLUDA_LOG / ZLUDA_TRACE ask."""
     try:
         name = FUNCTIONS[fid]["name"] if 0 <= fid < len(FUNCTIONS) else str(fid)
         if isinstance(e, CudaError):
             if log.TRACE:
-                log.write(f"{name}({_trace_args(fid, values)}) -> {NAME_OF.get(e.code, e.code)}: {e.message}")
+                from zluda_py.trace import call_line
+                log.write(call_line(fid, values, e.code, e.message))
             else:
                 log.error(f"{name}: {NAME_OF.get(e.code, e.code)}: {e.message}")
             return e.code
