@@ -123,16 +123,30 @@ def _ensure_table():
 
 # ---- entries: what the C side calls ----------------------------------------------------------------
 
+def fatal(e: CudaError, key: str) -> CudaError:
+    """Mark `e` as a problem the program cannot get past (no device, no binary it can run): the first
+    call failing with a `key` problem writes its line whatever ZLUDA_LOG says; re-raising the same error
+    writes nothing more."""
+    e.fatal = key
+    return e
+
+
 def _failed(fid, e, values) -> int:
     """The CUresult for a handler's exception, logged as ZLUDA_LOG / ZLUDA_TRACE ask."""
     try:
         name = FUNCTIONS[fid]["name"] if 0 <= fid < len(FUNCTIONS) else str(fid)
         if isinstance(e, CudaError):
+            line = f"{name}: {NAME_OF.get(e.code, e.code)}: {e.message}"
+            key = getattr(e, "fatal", None)
+            if key is not None and log.fatal(key, line):
+                e.reported = True
+                if not log.TRACE:
+                    return e.code
             if log.TRACE:
                 from zluda_py.trace import call_line
                 log.write(call_line(fid, values, e.code, e.message))
-            else:
-                log.error(f"{name}: {NAME_OF.get(e.code, e.code)}: {e.message}")
+            elif not getattr(e, "reported", False):
+                log.error(line)
             return e.code
         log.error(f"{name}: internal error {type(e).__name__}: {e}")
         if log.TRACE:

@@ -1,4 +1,5 @@
-"""Logging for the shim: ZLUDA_LOG (failing calls), ZLUDA_TRACE (every call), ZLUDA_LOG_FILE (destination)."""
+"""Logging for the shim: ZLUDA_LOG (failing calls), ZLUDA_TRACE (every call), ZLUDA_LOG_FILE (destination);
+fatal configuration problems are written once whatever ZLUDA_LOG says."""
 
 import os
 import sys
@@ -9,6 +10,7 @@ TRACE = os.environ.get("ZLUDA_TRACE", "0") not in ("", "0")
 _lock = threading.Lock()
 _stream = None
 _once: set = set()
+_fatal: set = set()
 
 
 def _out():
@@ -47,3 +49,15 @@ def once(key: str, line: str) -> None:
         return
     _once.add(key)
     error(line)
+
+
+def fatal(key: str, line: str) -> bool:
+    """Write `line` the first time `key` is seen, even without ZLUDA_LOG: a problem no program gets past
+    (no device, no binary it can run) must not leave a user with nothing but an error code. True when
+    written."""
+    with _lock:
+        if key in _fatal:
+            return False
+        _fatal.add(key)
+    write(line)
+    return True

@@ -29,7 +29,10 @@ def choose(name: str | None = None):
     """A new backend for ZLUDA_BACKEND (or `name`); raises CudaError(CUDA_ERROR_NO_DEVICE) saying why not."""
     name = (name or os.environ.get("ZLUDA_BACKEND") or "auto").strip().lower()
     if name not in CHOICES:
-        raise CudaError(CUDA_ERROR_NO_DEVICE, f"ZLUDA_BACKEND={name!r}: choose one of {', '.join(CHOICES)}")
+        # NO_DEVICE, as NVIDIA's driver answers a CUDA_VISIBLE_DEVICES that selects nothing: the program
+        # passed no bad argument, the environment chose no device.
+        raise CudaError(CUDA_ERROR_NO_DEVICE, f"ZLUDA_BACKEND={name!r} is not a backend: choose one of "
+                                              f"{', '.join(CHOICES)}")
     if name in ("hip", "auto"):
         cls, why = _hip_backend_class()
         if cls is not None:

@@ -2,7 +2,7 @@
 
 import threading
 
-from zluda_py.dispatch import export
+from zluda_py.dispatch import export, fatal
 from zluda_py.errors import (CudaError, CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_NOT_INITIALIZED,
                              CUDA_ERROR_NO_DEVICE)
 
@@ -36,7 +36,8 @@ def initialize() -> None:
             if not devices:
                 raise CudaError(CUDA_ERROR_NO_DEVICE, f"backend {b.name} has no device")
         except CudaError as e:
-            _failure = e
+            # Nothing can run without a backend and a device: say so once even without ZLUDA_LOG.
+            _failure = fatal(e, "cuInit")
             raise
         DEVICES = devices
         BACKEND = b

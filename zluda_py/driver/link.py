@@ -8,7 +8,7 @@ from zluda_py.cudadevrt import CUDADEVRT_PTX, is_cudadevrt
 from zluda_py.dispatch import export
 from zluda_py.driver import context as ctxmod
 from zluda_py.driver import init
-from zluda_py.driver.module import _write_jit_log, device_sm, jit_max_registers
+from zluda_py.driver.module import _write_jit_log, jit_max_registers, select_ptx
 from zluda_py.errors import (CudaError, CUDA_ERROR_FILE_NOT_FOUND, CUDA_ERROR_INVALID_HANDLE,
                              CUDA_ERROR_INVALID_IMAGE, CUDA_ERROR_INVALID_PTX, CUDA_ERROR_INVALID_VALUE,
                              CUDA_ERROR_NOT_SUPPORTED)
@@ -32,7 +32,7 @@ def _state(h: int) -> LinkState:
 
 
 def _ptx_of(kind: int, data: bytes, name: str) -> str:
-    sm = device_sm(ctxmod.current_context().device)
+    device = ctxmod.current_context().device
     if kind == INPUT_PTX:
         end = data.find(b"\0")
         text = (data[:end] if end >= 0 else data).decode("utf-8", "replace")
@@ -44,7 +44,7 @@ def _ptx_of(kind: int, data: bytes, name: str) -> str:
     if kind == INPUT_LIBRARY and is_cudadevrt(name):
         return CUDADEVRT_PTX     # NVIDIA's archive is SASS only; grid.sync's helpers in PTX instead
     if kind in (INPUT_CUBIN, INPUT_FATBINARY, INPUT_OBJECT, INPUT_LIBRARY):
-        return fatbin.load_ptx_from_bytes(data, sm, name)
+        return select_ptx(fatbin.parse_image(data), device, name)
     raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{name}: unknown input type {kind}")
 
 

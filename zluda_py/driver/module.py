@@ -7,13 +7,13 @@ import threading
 import time
 
 from zluda_py import cmem, fatbin, handles, log, profile
-from zluda_py.dispatch import export
+from zluda_py.dispatch import export, fatal
 from zluda_py.driver import context as ctxmod
 from zluda_py.driver import init
 from zluda_py.driver.allocations import INDEX, Allocation
 from zluda_py.driver.device import device_props
 from zluda_py.errors import (CudaError, CUDA_ERROR_FILE_NOT_FOUND, CUDA_ERROR_INVALID_HANDLE,
-                             CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_NOT_FOUND)
+                             CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_NO_BINARY_FOR_GPU, CUDA_ERROR_NOT_FOUND)
 
 # CUfunction_attribute
 ATTR_MAX_THREADS_PER_BLOCK = 0
@@ -289,8 +289,39 @@ def compile_ptx(device: int, ptx_text: str, name: str):
     return m
 
 
+def _cc(sm: int) -> str:
+    return f"{sm // 10}.{sm % 10}"
+
+
+def _no_binary(image, sm: int, name: str) -> str:
+    """What to do about an image with no PTX this device can compile: the line a user sees once."""
+    ptx = sorted({e.sm for e in image.entries or [] if e.kind == fatbin.KIND_PTX})
+    if ptx:
+        return (f"{name}: its PTX targets {', '.join(f'sm_{a}' for a in ptx)}, newer than the device's "
+                f"sm_{sm}: set ZLUDA_CC={_cc(ptx[0])} or rebuild with -gencode arch=compute_{sm},code=compute_{sm}")
+    sass = sorted({e.sm for e in image.entries or []} | set(image.cubin_sm or ()))
+    found = f", only {image.describe()} (machine code for NVIDIA GPUs)" if sass else ""
+    arch = sass[0] if sass else sm
+    fix = f"rebuild with -gencode arch=compute_{arch},code=compute_{arch}"
+    if arch > sm:
+        fix += f" and set ZLUDA_CC={_cc(arch)}"
+    return f"{name}: the program has no PTX{found}; zluda-py compiles PTX: {fix}"
+
+
+def select_ptx(image, device: int, name: str) -> str:
+    """The PTX of `image` for the device. Nothing usable is a problem no retry gets past (a SASS-only
+    build, PTX for a newer GPU): its line says how to rebuild and is written once even without ZLUDA_LOG."""
+    sm = device_sm(device)
+    try:
+        return fatbin.select_ptx(image, sm, name)
+    except CudaError as e:
+        if e.code != CUDA_ERROR_NO_BINARY_FOR_GPU:
+            raise
+        raise fatal(CudaError(e.code, _no_binary(image, sm, name)), "no-binary") from None
+
+
 def ptx_from_image_address(image: int, device: int, name: str) -> str:
-    return fatbin.load_ptx_from_address(image, device_sm(device), name)
+    return select_ptx(fatbin.read_image(image), device, name)
 
 
 def ptx_from_file(path: str, device: int) -> str:
@@ -301,7 +332,7 @@ def ptx_from_file(path: str, device: int) -> str:
         raise CudaError(CUDA_ERROR_FILE_NOT_FOUND, f"{path}: no such file") from None
     except OSError as e:
         raise CudaError(CUDA_ERROR_FILE_NOT_FOUND, f"{path}: {e.strerror}") from None
-    return fatbin.load_ptx_from_bytes(data, device_sm(device), path)
+    return select_ptx(fatbin.parse_image(data), device, path)
 
 
 def _image_name(image: int) -> str:
