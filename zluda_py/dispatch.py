@@ -19,7 +19,8 @@ import threading
 
 from zluda_py import log, profile
 from zluda_py.decls import FUNCTIONS
-from zluda_py.errors import (CUDA_ERROR_NOT_SUPPORTED, CUDA_ERROR_UNKNOWN, NAME_OF, CudaError)
+from zluda_py.errors import (CUDA_ERROR_NOT_READY, CUDA_ERROR_NOT_SUPPORTED, CUDA_ERROR_UNKNOWN, NAME_OF,
+                             CudaError)
 
 FUNCTION_IDS = {f["name"]: i for i, f in enumerate(FUNCTIONS)}
 _registered: dict = {}
@@ -131,6 +132,14 @@ def fatal(e: CudaError, key: str) -> CudaError:
     return e
 
 
+def expected(code: int, message: str) -> CudaError:
+    """A failing answer that is part of normal operation (a probe for something optional, a question
+    whose answer is "none"): traced like any other, but ZLUDA_LOG does not count it as an error."""
+    e = CudaError(code, message)
+    e.expected = True
+    return e
+
+
 def _failed(fid, e, values) -> int:
     """The CUresult for a handler's exception, logged as ZLUDA_LOG / ZLUDA_TRACE ask."""
     try:
@@ -145,7 +154,8 @@ def _failed(fid, e, values) -> int:
             if log.TRACE:
                 from zluda_py.trace import call_line
                 log.write(call_line(fid, values, e.code, e.message))
-            elif not getattr(e, "reported", False):
+            elif not (getattr(e, "reported", False) or getattr(e, "expected", False)
+                      or e.code == CUDA_ERROR_NOT_READY):     # "not actually an error" (cuda.h)
                 log.error(line)
             return e.code
         log.error(f"{name}: internal error {type(e).__name__}: {e}")

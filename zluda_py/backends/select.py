@@ -39,7 +39,8 @@ def choose(name: str | None = None):
             return cls()
         if name == "hip":
             raise CudaError(CUDA_ERROR_NO_DEVICE, f"ZLUDA_BACKEND=hip: {why}")
-        log.once("backend-auto", f"backend auto: HIP unusable ({why}); using the CPU")
+        if log.TRACE:       # the normal outcome without an AMD GPU: no ZLUDA_LOG line (zluda-py doctor says why)
+            log.once("backend-auto", f"backend auto: HIP unusable ({why}); using the CPU")
     from zluda_py.backends.cpu import CpuBackend
     return CpuBackend()
 

@@ -15,7 +15,7 @@ import itertools
 import threading
 
 from zluda_py import cmem, fastpath, handles, log
-from zluda_py.dispatch import export
+from zluda_py.dispatch import export, expected
 from zluda_py.driver import init
 from zluda_py.driver.device import device_props
 from zluda_py.errors import (NAME_OF, CudaError, CUDA_ERROR_CONTEXT_IS_DESTROYED, CUDA_ERROR_INVALID_CONTEXT,
@@ -365,16 +365,24 @@ def ctx_get_current(pctx):
     cmem.write_ptr(pctx, ctx.handle if ctx is not None and not ctx.destroyed else 0, "pctx")
 
 
+def _current_for_get_device() -> Context:
+    if current_context_or_none() is None:
+        init.require_init()
+        # cudart and cuda.core ask this to learn whether a context is current yet: "none" is an answer.
+        raise expected(CUDA_ERROR_INVALID_CONTEXT, "no current context on this thread")
+    return current_context(False)
+
+
 @export("cuCtxGetDevice")
 def ctx_get_device(device_out):
     if not device_out:
         raise CudaError(CUDA_ERROR_INVALID_VALUE, "device is NULL")
-    cmem.write_i32(device_out, current_context(False).device)
+    cmem.write_i32(device_out, _current_for_get_device().device)
 
 
 @export("cuCtxGetDevice_v2")
 def ctx_get_device_v2(device_out, h):
-    ctx = context_from_handle(h)
+    ctx = context_from_handle(h) if h else _current_for_get_device()
     cmem.write_i32(device_out, ctx.device, "device")
 
 

@@ -2,7 +2,7 @@
 and running context-local-storage destructors when a context goes away."""
 
 from zluda_py import cmem, log, native
-from zluda_py.dispatch import export
+from zluda_py.dispatch import export, expected
 from zluda_py.driver import context as ctxmod
 from zluda_py.driver import init
 from zluda_py.errors import CudaError, CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_NOT_INITIALIZED
@@ -18,7 +18,8 @@ def get_export_table(table_out, table_id):
     table = native.lib.zluda_dark_export_table(native.ffi.from_buffer(uuid))
     if table == native.ffi.NULL:
         cmem.write_ptr(table_out, 0)
-        raise CudaError(CUDA_ERROR_INVALID_VALUE, f"unknown export table {uuid.hex()}")
+        # cudart and NVRTC probe tables of features they can do without: a refusal is an answer.
+        raise expected(CUDA_ERROR_INVALID_VALUE, f"unknown export table {uuid.hex()}")
     cmem.write_ptr(table_out, int(native.ffi.cast("uintptr_t", table)))
 
 

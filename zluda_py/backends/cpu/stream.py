@@ -155,15 +155,16 @@ class CpuStream(BackendStream):
             self._report(CudaError(CUDA_ERROR_UNKNOWN, f"stream task failed: {type(e).__name__}: {e}"))
 
     def _report(self, err: CudaError) -> None:
-        log.error(f"stream work failed: {err}")
         if self.fault is None:
             self.fault = err
         cb = self.on_fault
         if cb is not None:
             try:
-                cb(err)
+                cb(err)         # the driver's context takes the fault, and logs it as its sticky error
+                return
             except BaseException:  # noqa: BLE001
                 pass
+        log.error(f"stream work failed: {err}")
 
     def _native_fault(self) -> None:
         """Report the fault a native launch of this stream wrote, once, as the Python path would have."""
