@@ -18,7 +18,8 @@ def get_export_table(table_out, table_id):
     table = native.lib.zluda_dark_export_table(native.ffi.from_buffer(uuid))
     if table == native.ffi.NULL:
         cmem.write_ptr(table_out, 0)
-        # cudart and NVRTC probe tables of features they can do without: a refusal is an answer.
+        # cudart (f8cff951...) and the NVIDIA libraries numba and cuda.core load (da9151d3...) probe for
+        # tables of features they can do without: a refusal is an answer, not an error.
         raise expected(CUDA_ERROR_INVALID_VALUE, f"unknown export table {uuid.hex()}")
     cmem.write_ptr(table_out, int(native.ffi.cast("uintptr_t", table)))
 
