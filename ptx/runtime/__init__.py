@@ -15,6 +15,9 @@ API (what ptx.host / the codegen uses):
         Runs the whole grid on the worker pool with the GIL released and returns when it is done:
         OK (0), TRAP (1), ASSERT (2) or BAD_LAUNCH (3). Device printf output has been written to
         stdout (the C FILE*) by then. cooperative=True allows ptx_rt_grid_sync (one fiber per block).
+    runtime.libcalls() -> dict[str, int]
+        addresses of every function LLVM may lower kernel code to a call of (libcalls.c's table: half and
+        bfloat conversions, 128-bit integer builtins, libm, memcpy/memset/memmove), by the name LLVM calls
     runtime.num_workers() -> int         threads running blocks (the launching thread included)
     runtime.library_path() -> str        the built libptxrt .so
     runtime.HEADER                       path of ptxrt.h (the ABI)
@@ -26,6 +29,7 @@ The library is compiled on first use (see build.py) and loaded with ctypes.
 from __future__ import annotations
 
 import ctypes
+import itertools
 import threading
 from pathlib import Path
 
@@ -83,6 +87,21 @@ def library_path() -> str:
 def symbols() -> dict[str, int]:
     lib = library()
     return {name: ctypes.cast(getattr(lib, name), ctypes.c_void_p).value for name in CALLBACKS}
+
+
+class _Libcall(ctypes.Structure):     # ptx_libcall (libcalls.c)
+    _fields_ = [("name", ctypes.c_char_p), ("address", ctypes.c_void_p)]
+
+
+def libcalls() -> dict[str, int]:
+    lib = library()
+    table = ctypes.cast(ctypes.addressof(ctypes.c_char.in_dll(lib, "ptx_rt_libcalls")),
+                        ctypes.POINTER(_Libcall))
+    out = {}
+    for i in itertools.count():
+        if not table[i].name:
+            return out
+        out[table[i].name.decode()] = table[i].address
 
 
 def num_workers() -> int:

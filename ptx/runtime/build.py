@@ -1,5 +1,5 @@
-"""Builds ptxrt.c (and, through build_library, the other native helpers) into shared libraries with the
-system C compiler, once per source hash."""
+"""Builds ptxrt.c and libcalls.c (and, through build_library, the other native helpers) into shared
+libraries with the system C compiler, once per source hash."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SOURCES = ("ptxrt.c", "ptxrt.h")
+SOURCES = ("ptxrt.c", "libcalls.c", "ptxrt.h")
+LIBS = ["-lm"]          # libcalls.c's table holds libm's functions
 CFLAGS = ["-O2", "-shared", "-fPIC", "-pthread", "-std=gnu11", "-fvisibility=default"]
 
 
@@ -25,7 +26,7 @@ def cflags() -> list[str]:
 
 
 def source_hash() -> str:
-    return _digest([HERE / name for name in SOURCES], cflags())
+    return _digest([HERE / name for name in SOURCES], cflags() + LIBS)
 
 
 def _digest(inputs, flags) -> str:
@@ -62,29 +63,33 @@ def _compiler() -> str:
 
 def ensure_built() -> Path:
     """The path of libptxrt-<hash>.so, compiling it first if no up-to-date copy exists."""
-    return build_library("ptxrt", HERE / "ptxrt.c", [HERE / name for name in SOURCES], cflags(),
-                         _candidate_dirs())
+    return build_library("ptxrt", [HERE / "ptxrt.c", HERE / "libcalls.c"], [HERE / name for name in SOURCES],
+                         cflags(), _candidate_dirs(), libs=LIBS)
 
 
-def build_library(stem: str, main_source: Path, inputs, flags, dirs=None) -> Path:
-    """lib<stem>-<hash of inputs and flags>.so built from main_source with the system C compiler, in the
-    first of `dirs` holding it already or else the first writable one (default: the shared caches); a
-    package-local build directory (ending in _build) keeps only its current copy. Raises
-    RuntimeBuildError with the compiler's output on failure."""
-    name = f"lib{stem}-{_digest(inputs, flags)}.so"
+def build_library(stem: str, main_source, inputs, flags, dirs=None, libs=()) -> Path:
+    """lib<stem>-<hash of inputs, flags and libs>.so built from main_source (one path or a list) with the
+    system C compiler, in the first of `dirs` holding it already or else the first writable one (default:
+    the shared caches); a package-local build directory (ending in _build) keeps only its current copy.
+    Raises RuntimeBuildError with the compiler's output on failure."""
+    sources = [main_source] if isinstance(main_source, (str, os.PathLike)) else list(main_source)
+    name = f"lib{stem}-{_digest(inputs, list(flags) + list(libs))}.so"
     dirs = _candidate_dirs(None) if dirs is None else dirs
     for d in dirs:
         if (d / name).is_file():
             return d / name
     target_dir = next((d for d in dirs if _writable_dir(d)), None)
     if target_dir is None:
-        raise RuntimeBuildError(f"no writable directory to build {main_source.name} in: " + ", ".join(map(str, dirs)))
+        raise RuntimeBuildError(f"no writable directory to build {Path(sources[0]).name} in: "
+                                + ", ".join(map(str, dirs)))
     target = target_dir / name
     # Two processes may build at once: each writes its own temp file and renames it into place.
     fd, tmp = tempfile.mkstemp(prefix=name + ".", suffix=".tmp", dir=target_dir)
     os.close(fd)
     try:
-        cmd = [_compiler(), *flags, str(main_source), "-o", tmp]
+        # libraries after the sources: with --as-needed (the default on Debian/Ubuntu) a library named
+        # before them is dropped
+        cmd = [_compiler(), *flags, *map(str, sources), "-o", tmp, *libs]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             raise RuntimeBuildError(f"{' '.join(cmd)} failed:\n{proc.stderr}")
