@@ -41,29 +41,13 @@ def _init_llvm():
     if _llvm_ready:
         return
     import llvmlite.binding as llvm
+    from ptx import host_target
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
     llvm.initialize_native_asmparser()
-    from ptx import runtime
-    for name, addr in runtime.symbols().items():
-        llvm.add_symbol(name, addr)
-    from ptx.codegen.function_emitter import LOCALS_BASE_FN, MEMBASE_SYMBOL
-    lib = runtime.library()
-    llvm.add_symbol(MEMBASE_SYMBOL, ctypes.addressof(ctypes.c_void_p.in_dll(lib, MEMBASE_SYMBOL)))
-    llvm.add_symbol(LOCALS_BASE_FN, ctypes.cast(getattr(lib, LOCALS_BASE_FN), ctypes.c_void_p).value)
-    from ptx.codegen.native_helpers import helper_symbols
-    for name, addr in helper_symbols().items():
-        llvm.add_symbol(name, addr)
-    target = llvm.Target.from_default_triple()
-    _target_machine = target.create_target_machine(
-        cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(), opt=3,
-        codemodel="jitdefault")
+    host_target.register_runtime()
+    _target_machine = host_target.machine("")[0]     # for _optimize callers that pass none
     _llvm_ready = True
-
-
-def _host_key():
-    import llvmlite.binding as llvm
-    return f"{llvm.get_host_cpu_name()}|{llvm.get_host_cpu_features().flatten()}|{llvm.llvm_version_info}"
 
 
 # ------------------------------------------------------------------ object cache
@@ -175,6 +159,9 @@ class HostKernel:
         if status == 0:
             return      # before the getattr below, whose miss costs an exception per launch
         if status == runtime.TRAP:
+            fallback = getattr(self.module, "_fallback", None)
+            if fallback is not None and fallback.error is not None:     # its thunk reports it as a trap
+                raise KernelFault("trap", f"kernel {self.name}: {fallback.error}")
             raise KernelFault("trap", f"kernel {self.name} executed trap")
         if status == runtime.ASSERT:
             raise KernelFault("assert", f"assertion failed in kernel {self.name}")
@@ -243,18 +230,37 @@ class HostModule:
 
 # ------------------------------------------------------------------ compile
 
-def _optimize(llmod, opt_level):
+def _optimize(llmod, opt_level, tm=None):
     import llvmlite.binding as llvm
     pto = llvm.create_pipeline_tuning_options(speed_level=opt_level)
     pto.loop_vectorization = opt_level >= 2
     pto.slp_vectorization = opt_level >= 2
-    pb = llvm.create_pass_builder(_target_machine, pto)
+    pb = llvm.create_pass_builder(tm or _target_machine, pto)
     mpm = pb.getModulePassManager()
     mpm.run(llmod, pb)
 
 
-def compile_host(text: str, cache_dir=None, fma_contract=False, opt_level=3, dump_dir=None, **_):
-    from ptx import pipeline
+def emit_object(llmod, opt_level, tm):
+    """The optimized module's object code for tm: what MCJIT loads, the disk cache keeps, and
+    host_target.check_object reads."""
+    _optimize(llmod, opt_level, tm)
+    return tm.emit_object(llmod)
+
+
+def _load_object(llmod, obj, tm):
+    """An MCJIT engine running `obj` (llmod's code): it takes the object from its object cache rather
+    than compiling the module a second time, so what was checked is what runs."""
+    import llvmlite.binding as llvm
+    engine = llvm.create_mcjit_compiler(llmod, tm)
+    engine.set_object_cache(None, lambda mod: obj)
+    engine.finalize_object()
+    _engines.append(engine)
+    return engine
+
+
+def compile_host(text: str, cache_dir=None, fma_contract=False, opt_level=3, dump_dir=None, cpu=None, **_):
+    """cpu: the LLVM CPU name to build for (None: ZLUDA_CPU_TARGET; "" or unset: this machine's)."""
+    from ptx import host_target, pipeline
     from ptx.codegen.host_module import build_host_ir
     import llvmlite.binding as llvm
 
@@ -265,30 +271,25 @@ def compile_host(text: str, cache_dir=None, fma_contract=False, opt_level=3, dum
             pipeline.dump(dump_dir, text, hir.fallback, ir_suffix="fallback.ll")
     with _llvm_lock:
         _init_llvm()
+        tm, tm_key = host_target.machine(cpu)
         cache = None
         if cache_dir:
             key = hashlib.sha256("\0".join([text, COMPILER_VERSION, str(fma_contract), str(opt_level),
-                                            _host_key()]).encode()).hexdigest()
+                                            tm_key]).encode()).hexdigest()
             cache = _ObjectCache(cache_dir, key)
         try:
             llmod = llvm.parse_assembly(hir.text)
             llmod.verify()
         except RuntimeError as e:
             raise PTXError(f"internal code generation error: {e}") from e
-        cached = cache.load() if cache else None
-        if cached is None:
-            _optimize(llmod, opt_level)
-        engine = llvm.create_mcjit_compiler(llmod, _target_machine)
-        if cache is not None:
-            def notify(mod, data):
-                if not cache.hit:
-                    cache.store(bytes(data))
-
-            def getbuffer(mod):
-                return cached
-            engine.set_object_cache(notify, getbuffer)
-        engine.finalize_object()
-        _engines.append(engine)
+        obj = cache.load() if cache else None
+        fresh = obj is None
+        if fresh:
+            obj = emit_object(llmod, opt_level, tm)
+        host_target.check_object(obj)       # a cached object too: the set of symbols may have changed
+        if fresh and cache is not None:
+            cache.store(obj)
+        engine = _load_object(llmod, obj, tm)
         kernels = {}
         for name, info in hir.kernels.items():
             addr = engine.get_function_address(info.symbol)
@@ -297,7 +298,7 @@ def compile_host(text: str, cache_dir=None, fma_contract=False, opt_level=3, dum
         for name, (gname, size) in hir.globals.items():
             globals_[name] = (engine.get_global_value_address(gname), size)
         _apply_relocations(engine, hir, globals_)
-        fallback = _LazyFallback(hir, engine, globals_, opt_level) if hir.fallback else None
+        fallback = _LazyFallback(hir, engine, globals_, opt_level, tm) if hir.fallback else None
     mod = HostModule(kernels, globals_, hir.text, engine, bool(cache and cache.hit))
     mod._fallback = fallback
     for k in kernels.values():
@@ -317,14 +318,16 @@ class _LazyFallback:
     callback that compiles them, points every slot at its compiled entry and runs it. Most kernels
     never need it, and it is about half of their compile time."""
 
-    def __init__(self, hir, engine, globals_, opt_level):
+    def __init__(self, hir, engine, globals_, opt_level, tm):
         import llvmlite.binding as llvm
+        from ptx import host_target
         from ptx.codegen.host_module import FALLBACK_GLOBAL
         # resolved here: the first call runs on a runtime worker, maybe while the launching thread
         # holds an import lock
-        self.llvm, self.global_prefix = llvm, FALLBACK_GLOBAL
+        self.llvm, self.global_prefix, self.target = llvm, FALLBACK_GLOBAL, host_target
         self.text = hir.fallback
         self.opt_level = opt_level
+        self.tm = tm
         self.globals = {hir.globals[name][0]: addr for name, (addr, _) in globals_.items()}
         self.entries = None
         self.error = None
@@ -356,13 +359,12 @@ class _LazyFallback:
             # the main module's globals under names of this module's own (other modules have an "x")
             prefix = f"{generic[:-1]}{next(_fallback_ids)}."
             for gname, addr in self.globals.items():
-                llvm.add_symbol(prefix + gname[2:], addr)
+                self.target.register(prefix + gname[2:], addr)
             llmod = llvm.parse_assembly(self.text.replace('@"' + generic, '@"' + prefix))
             llmod.verify()
-            _optimize(llmod, self.opt_level)
-            engine = llvm.create_mcjit_compiler(llmod, _target_machine)
-            engine.finalize_object()
-            _engines.append(engine)
+            obj = emit_object(llmod, self.opt_level, self.tm)
+            self.target.check_object(obj, "the barrier fallback's code")
+            engine = _load_object(llmod, obj, self.tm)
             entries = {}
             for name, slot in self.slots.items():
                 addr = engine.get_function_address(f"fb.{name}")

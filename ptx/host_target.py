@@ -1,0 +1,147 @@
+"""What the host JIT builds kernel code for and what that code may call: the target machine (this CPU, or
+the one ZLUDA_CPU_TARGET names), the closed set of symbols registered with MCJIT, and the check that an
+object needs nothing outside it."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import struct
+import sys
+import tempfile
+
+from ptx.errors import PTXError, PTXUnsupportedError
+
+CPU_ENV = "ZLUDA_CPU_TARGET"
+_HOST_NAMES = ("", "host", "native")
+# Always on for an explicit x86-64 CPU: LLVM aborts the process emitting 64-bit code for a 32-bit CPU
+# name (i686, pentium4), and every x86-64 CPU has these anyway.
+_X86_64_BASELINE = "+64bit,+cmov,+cx8,+fxsr,+mmx,+sse,+sse2"
+
+_registered: set = set()
+_machines: dict = {}       # CPU name ("" = the host) -> (TargetMachine, cache key) or the PTXError
+
+
+# ------------------------------------------------------------------ the symbols
+
+def register(name: str, address: int) -> None:
+    """Give MCJIT `address` for `name`; only registered names pass check_object."""
+    import llvmlite.binding as llvm
+    if not address:
+        raise PTXError(f"internal error: {name} has no address to register")
+    llvm.add_symbol(name, address)
+    _registered.add(name)
+
+
+def registered() -> frozenset:
+    return frozenset(_registered)
+
+
+def register_runtime() -> None:
+    """Everything the code generator or LLVM may make kernel code call: the runtime's callbacks and
+    globals, the warp scheduler's helpers, and libcalls.c's table (libm and compiler builtins)."""
+    from ptx import runtime
+    from ptx.codegen.function_emitter import LOCALS_BASE_FN, MEMBASE_SYMBOL
+    from ptx.codegen.native_helpers import helper_symbols
+    lib = runtime.library()
+    symbols = {**runtime.symbols(), **runtime.libcalls(), **helper_symbols()}
+    symbols[MEMBASE_SYMBOL] = ctypes.addressof(ctypes.c_void_p.in_dll(lib, MEMBASE_SYMBOL))
+    symbols[LOCALS_BASE_FN] = ctypes.cast(getattr(lib, LOCALS_BASE_FN), ctypes.c_void_p).value
+    for name, address in symbols.items():
+        register(name, address)
+
+
+def undefined_symbols(obj: bytes) -> set:
+    """The names an ELF64 relocatable object refers to without defining them (st_shndx == SHN_UNDEF)."""
+    if obj[:4] != b"\x7fELF" or len(obj) < 64 or obj[4] != 2 or obj[5] not in (1, 2):
+        raise PTXError("internal error: the JIT's object is not ELF64, its symbols cannot be checked")
+    e = "<" if obj[5] == 1 else ">"
+    shoff, = struct.unpack_from(e + "Q", obj, 0x28)
+    shentsize, shnum = struct.unpack_from(e + "HH", obj, 0x3A)
+
+    def section(i):     # (type, offset, size, link, entsize)
+        _, typ, _, _, off, size, link, _, _, entsize = struct.unpack_from(e + "IIQQQQIIQQ", obj,
+                                                                          shoff + i * shentsize)
+        return typ, off, size, link, entsize
+    if shnum == 0 and shoff:            # more than 0xff00 sections: the count is in section 0
+        shnum = section(0)[2]
+    names = set()
+    for i in range(shnum):
+        typ, off, size, link, entsize = section(i)
+        if typ != 2 or not entsize:     # SHT_SYMTAB
+            continue
+        strtab = section(link)[1]
+        for st_name, _, _, shndx, _, _ in struct.iter_unpack(e + "IBBHQQ", obj[off:off + size]):
+            if shndx == 0 and st_name:
+                names.add(obj[strtab + st_name:obj.index(b"\0", strtab + st_name)].decode())
+    return names
+
+
+def check_object(obj: bytes, what: str = "kernel code") -> None:
+    """Refuse an object that needs a symbol nobody registered: MCJIT would leave the call at address 0."""
+    missing = sorted(undefined_symbols(obj) - _registered)
+    if missing:
+        names = missing[0] if len(missing) == 1 else ", ".join(missing[:-1]) + " and " + missing[-1]
+        raise PTXUnsupportedError(f"{what} needs {names}, which the CPU runtime does not provide")
+
+
+# ------------------------------------------------------------------ the target machine
+
+def cpu_name(cpu=None) -> str:
+    """The CPU asked for: `cpu`, else ZLUDA_CPU_TARGET; "" means this machine's own."""
+    name = (os.environ.get(CPU_ENV, "") if cpu is None else cpu).strip()
+    return "" if name in _HOST_NAMES else name
+
+
+def machine(cpu=None):
+    """(target machine, its part of the object-cache key) for cpu_name(cpu), made once per name."""
+    name = cpu_name(cpu)
+    got = _machines.get(name)
+    if got is None:
+        try:
+            got = _create(name)
+        except PTXError as e:
+            got = e
+        _machines[name] = got
+    if isinstance(got, PTXError):
+        raise got
+    return got
+
+
+def _create(name):
+    import llvmlite.binding as llvm
+    llvm.initialize_native_target()     # idempotent; a caller may ask before ptx.host has compiled
+    llvm.initialize_native_asmprinter()
+    target = llvm.Target.from_default_triple()
+    if not name:
+        cpu, features = llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
+        tm = target.create_target_machine(cpu=cpu, features=features, opt=3, codemodel="jitdefault")
+    else:
+        cpu, features = name, _X86_64_BASELINE if target.triple.startswith("x86_64") else ""
+        # LLVM only says so on stderr, then goes on with a generic CPU (or aborts in code generation)
+        tm, said = _stderr_of(lambda: target.create_target_machine(cpu=cpu, features=features, opt=3,
+                                                                   codemodel="jitdefault"))
+        if "not a recognized processor" in said:
+            raise PTXUnsupportedError(
+                f"{CPU_ENV}={name!r}: LLVM {'.'.join(map(str, llvm.llvm_version_info))} knows no such CPU "
+                f"for {target.triple} (e.g. x86-64-v2, x86-64-v3, znver3; empty for this machine's CPU)")
+        if said:
+            os.write(2, said.encode())
+    return tm, f"{cpu}|{features}|{llvm.llvm_version_info}"
+
+
+def _stderr_of(fn):
+    """(fn(), what it wrote to file descriptor 2)."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with tempfile.TemporaryFile() as tmp:
+            os.dup2(tmp.fileno(), 2)
+            try:
+                result = fn()
+            finally:
+                os.dup2(saved, 2)
+            tmp.seek(0)
+            return result, tmp.read().decode(errors="replace")
+    finally:
+        os.close(saved)
