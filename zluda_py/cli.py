@@ -1,5 +1,6 @@
 """The `zluda-py` command: run a program on the shim, print the shim's directory, list devices, diagnose.
 
+    zluda-py --version
     zluda-py run [--backend cpu|hip|auto] -- PROGRAM ARGS...
     zluda-py libdir
     zluda-py info
@@ -34,6 +35,46 @@ def libdir() -> str:
     from zluda_py import _shim_build
     with _stdout_to_stderr():
         return _shim_build.ensure_built()
+
+
+def version() -> str:
+    """This installation's version (package metadata, else a checkout's pyproject.toml) and its LLVM's."""
+    import importlib.metadata
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    ours = None
+    try:
+        dist = importlib.metadata.distribution("zluda-py")
+        # Metadata of some other zluda-py (a checkout run beside an installed copy) is not this one's.
+        if os.path.realpath(str(dist.locate_file("zluda_py"))) == os.path.join(os.path.realpath(root), "zluda_py"):
+            ours = dist.version
+    except importlib.metadata.PackageNotFoundError:
+        pass
+    if ours is None:
+        import re
+        try:
+            with open(os.path.join(root, "pyproject.toml")) as f:
+                m = re.search(r'^version\s*=\s*"([^"]+)"', f.read(), re.M)
+            ours = m.group(1) if m else "unknown"
+        except OSError:
+            ours = "unknown"
+    try:
+        import llvmlite
+        import llvmlite.binding as llvm
+        tools = f"llvmlite {llvmlite.__version__}, LLVM {'.'.join(map(str, llvm.llvm_version_info))}"
+    except Exception as e:  # noqa: BLE001 - --version must answer even where the compiler cannot load
+        tools = f"llvmlite unavailable: {e}"
+    return f"zluda-py {ours} ({tools}; Python {sys.version.split()[0]})"
+
+
+class _VersionAction(argparse.Action):
+    """--version, computed only when asked (importing llvmlite costs every other command time)."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, help="print the version and exit")
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(version())
+        parser.exit()
 
 
 def cmd_libdir(args) -> int:
@@ -74,6 +115,7 @@ def cmd_doctor(args) -> int:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="zluda-py", description="A drop-in libcuda.so.1 written in Python.")
+    ap.add_argument("--version", action=_VersionAction)
     sub = ap.add_subparsers(dest="command", required=True)
     p = sub.add_parser("run", help="run PROGRAM with the shim as its libcuda.so.1")
     p.add_argument("--backend", choices=BACKENDS, help="sets ZLUDA_BACKEND (default: auto)")
