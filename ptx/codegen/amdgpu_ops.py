@@ -250,7 +250,9 @@ def op_activemask(em, ins):
 
 
 def _lane_loop(em, init_ty, init_val, body):
-    """acc = init; for i in 0..31: acc = body(i, acc); returns acc (an IR loop, uniform trip count)."""
+    """acc = init; for i in 0..31: acc = body(i, acc); returns acc after the last lane (an IR loop, uniform
+    trip count). The header's phi holds the value *before* lane i, so the result is the body's value: the
+    latch is the loop's only exit and the body's last block dominates it."""
     f = em.f
     pre = f.new_label("lanes.pre")
     f.term(f"br label %{pre}")
@@ -273,7 +275,7 @@ def _lane_loop(em, init_ty, init_val, body):
     f.label(done)
     f.lines[phi_i] = f.lines[phi_i].replace("%INEXT", inext).replace("%LATCH", f"%{latch}")
     f.lines[phi_acc] = f.lines[phi_acc].replace("%ACCNEXT", nxt).replace("%LATCH", f"%{latch}")
-    return acc
+    return nxt
 
 
 def _lane_bit(em, members, i):
