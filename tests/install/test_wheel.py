@@ -89,7 +89,7 @@ class Venv:
 
 
 @pytest.fixture(scope="module")
-def venv(wheel, tmp_path_factory) -> Venv:
+def venv(wheel, tmp_path_factory):
     root = tmp_path_factory.mktemp("venv")
     p = _run([sys.executable, "-m", "venv", root])
     assert p.returncode == 0, p.stderr
@@ -102,7 +102,8 @@ def venv(wheel, tmp_path_factory) -> Venv:
         clients = f"pip could not install the [clients] extra: {p.stderr.strip()[-500:]}"
         p = _run([py, *PIP, "install", wheel], timeout=900)
         assert p.returncode == 0, f"installing the wheel failed:\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}"
-    return Venv(root, tmp_path_factory.mktemp("cache"), clients)
+    yield Venv(root, tmp_path_factory.mktemp("cache"), clients)
+    shutil.rmtree(root, ignore_errors=True)     # most of a gigabyte with the [clients] extra
 
 
 @pytest.fixture(scope="module")
