@@ -229,7 +229,7 @@ const char *zluda_embed_path(void);
 """
 
 
-def _init_code(extra_paths, externs) -> str:
+def _init_code(extra_paths, externs, root=PKG_ROOT) -> str:
     # Runs once, inside the interpreter src/loader.c started (or joined). It must make zluda_py importable
     # without PYTHONPATH: the package root is worked out from where this module lives (<root>/zluda_py/
     # _lib/), falling back to the root recorded at build time; the build interpreter's sys.path entries are
@@ -247,12 +247,12 @@ def _start():
     from {MODULE_NAME} import ffi, lib
     import os.path
     _here = ffi.string(lib.zluda_embed_path()).decode("utf-8", "surrogateescape")
-    _root = {PKG_ROOT!r}
+    _root = {root!r}
     if _here:
         _d = os.path.dirname(os.path.realpath(_here))
         if os.path.basename(_d) == "_lib" and os.path.isfile(os.path.join(os.path.dirname(_d), "dispatch.py")):
             _root = os.path.dirname(os.path.dirname(_d))
-    if _root not in sys.path:
+    if _root and _root not in sys.path:
         sys.path.insert(0, _root)
     for _p in {list(extra_paths)!r}:
         if _p not in sys.path:
@@ -330,7 +330,8 @@ def build(out_dir: str, src: str = None, record_paths: bool = True) -> str:
     ffi.embedding_api("")
     ffi.cdef(cdef)
     externs = [(extern_name(sig), len(sig)) for sig in sigs]
-    ffi.embedding_init_code(_init_code(_build_paths() if record_paths else [], externs))
+    ffi.embedding_init_code(_init_code(_build_paths() if record_paths else [], externs,
+                                       PKG_ROOT if record_paths else None))
     ffi.set_source(MODULE_NAME, '#include "zluda_shim.h"\n#include "fastpath.h"\n'
                    f'#include "{EMBED_SOURCE}"\n')
     os.makedirs(out_dir, exist_ok=True)
@@ -347,7 +348,7 @@ def build(out_dir: str, src: str = None, record_paths: bool = True) -> str:
                     "  zl_*;\n  zluda_*;\nlocal: *;\n};\n")
         cc = _compiler()
         common = ["-O2", "-fPIC", "-shared", "-pthread", f"-I{src}", f"-I{tmp}", "-Wno-unused-function",
-                  "-Werror=implicit-function-declaration"]
+                  "-Werror=implicit-function-declaration", f"-ffile-prefix-map={tmp}=."]
         front = os.path.join(tmp, LIB_NAME)
         _run(cc + common + [exports_c] + front_c +
              ["-o", front, f"-Wl,--version-script={script}", "-Wl,-Bsymbolic-functions",
