@@ -5,6 +5,7 @@ transcendentals."""
 
 from __future__ import annotations
 
+from ptx.codegen import approx_points
 from ptx.codegen import ptxtypes as T
 from ptx.codegen.function_emitter import handles, unsupported, semantic, check_mods
 from ptx.codegen.ops_mem import one_type
@@ -431,7 +432,10 @@ def op_transcendental(em, ins):
             rd = em.call("tanh", "double", [("double", xd)])
         else:
             rd = em.call(f"llvm.{name}.f64", "double", [("double", xd)])
-        outs.append(f.op(f"fptrunc double {rd} to {elem}") if elem != "double" else rd)
+        out = f.op(f"fptrunc double {rd} to {elem}") if elem != "double" else rd
+        if t == "f32":
+            out = approx_points.apply(em, ins.opcode, x, out)
+        outs.append(out)
     if lanes == 2:
         r = f.op(f"insertelement {wty} poison, {elem} {outs[0]}, i32 0")
         r = f.op(f"insertelement {wty} {r}, {elem} {outs[1]}, i32 1")
