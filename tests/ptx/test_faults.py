@@ -184,17 +184,33 @@ def mod():
     return ptx.compile(KERNELS)
 
 
+def _mapping(pages):
+    base = _libc.mmap(None, pages * PAGE, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS,
+                      -1, 0)
+    assert base not in (None, ctypes.c_void_p(-1).value)
+    return base
+
+
 @pytest.fixture(scope="module")
 def holes():
-    """(unmapped page, PROT_NONE page): the middle and last pages of a 4-page mapping whose first and
-    third pages stay mapped, so nothing else can be placed in the hole while the tests run."""
-    base = _libc.mmap(None, 4 * PAGE, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS, -1, 0)
-    assert base not in (None, ctypes.c_void_p(-1).value)
-    assert _libc.munmap(base + PAGE, PAGE) == 0
+    """(inaccessible page, PROT_NONE page): the middle and last pages of a 4-page mapping. Both stay
+    mapped (PROT_NONE) for the module's life: an unmapped hole is not safe to keep, since any mmap of the
+    process (a JIT, a thread stack) may be placed in it and make the "bad" address valid."""
+    base = _mapping(4)
+    assert _libc.mprotect(base + PAGE, PAGE, 0) == 0
     assert _libc.mprotect(base + 3 * PAGE, PAGE, 0) == 0
     yield base + PAGE, base + 3 * PAGE
+    _libc.munmap(base, 4 * PAGE)
+
+
+@pytest.fixture
+def unmapped():
+    """A page unmapped just now, between two mapped ones (used at once, before anything can fill it)."""
+    base = _mapping(3)
+    assert _libc.munmap(base + PAGE, PAGE) == 0
+    yield base + PAGE
     _libc.munmap(base, PAGE)
-    _libc.munmap(base + 2 * PAGE, 2 * PAGE)
+    _libc.munmap(base + 2 * PAGE, PAGE)
 
 
 def check_grid_fill(k, blocks=64, threads=32):
@@ -217,8 +233,8 @@ def test_store_to_address_0x10(mod):
     assert a[0] == 7
 
 
-def test_load_from_unmapped_page(mod, holes):
-    hole, _ = holes
+def test_load_from_unmapped_page(mod, unmapped):
+    hole = unmapped
     dst = np.full(1, 0xDEADBEEF, np.uint32)
     with pytest.raises(KernelFault) as ei:
         mod.kernel("ld_u32").launch(1, 1, [hole + 12, dst])
