@@ -79,7 +79,7 @@ def publish(ctx) -> None:
     _set_current(ctx.handle, ctx.device)
     # Published with the generation current now: a context that turned sticky or was destroyed before
     # that is caught here, one that changes later has bumped the generation past it.
-    if ctx.sticky_error or ctx.destroyed:
+    if ctx.sticky_error or ctx.destroyed or ctx.released:
         _set_current(0, 0)
 
 

@@ -1,7 +1,7 @@
 /* A kernel dereferencing wild pointers, through the real libcuda.so.1 from C, as a CUDA user sees it:
  * cuCtxSynchronize returns CUDA_ERROR_ILLEGAL_ADDRESS, the error is sticky for the context, and the process
  * exits normally. (NVIDIA's driver refuses even a reset primary context afterwards: cuDevicePrimaryCtxReset
- * succeeds, the next cuDevicePrimaryCtxRetain returns 700. Ours gives a fresh context; not tested.)
+ * succeeds, the next cuDevicePrimaryCtxRetain returns 700; tests/driver/error_answers.c checks ours.)
  * argv[1]: "store" (st to 0x10), "hole" (a load from an unmapped page), "block" (one block of 256
  * faults, far past its buffer), "stream" (the fault on a created stream, seen by cuStreamSynchronize).
  * Prints one line per failed check and "ALL PASSED"; exits 1 on any failure. */

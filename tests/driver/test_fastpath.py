@@ -18,7 +18,8 @@ pytestmark = [
     pytest.mark.skipif(not os.path.isfile(os.path.join(CUDA_INC, "cuda.h")), reason="cuda.h not installed"),
 ]
 
-PARTS = ["values", "errors", "visibility", "ordering", "sticky", "threads", "leaks", "contexts", "capture"]
+PARTS = ["values", "errors", "visibility", "ordering", "sticky", "sticky_idle", "threads", "leaks", "contexts",
+         "capture"]
 
 
 def user_env(**extra):

@@ -5,7 +5,8 @@ For other driver modules:
     current_context()              the calling thread's current Context, or the CUresult CUDA gives
     context_from_handle(h)         a live Context from a CUcontext (0 -> current)
     primary_context_handle(dev)    the primary context's handle without retaining it (export tables)
-    ctx.set_sticky_error(code, m)  after a kernel trap: every later call in the context returns `code`
+    ctx.set_sticky_error(code, m)  after a kernel trap: every later call in the context returns `code`; a
+                                   fault (700, 719, 710...) poisons every context of the process, as NVIDIA's
     ctx.on_teardown(fn)            fn(ctx) runs when the context is destroyed / reset / finally released
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import weakref
 
 from zluda_py import cmem, fastpath, handles, log
 from zluda_py.dispatch import export, expected
@@ -49,6 +51,12 @@ _lock = threading.RLock()
 _tls = threading.local()
 _primary: dict = {}
 _TEARDOWN_HOOKS: list = []   # module-level fn(ctx) hooks: memory, streams, events register here
+_contexts: "weakref.WeakSet[Context]" = weakref.WeakSet()
+
+# NVIDIA's driver takes these for the rest of the process: every context answers them, contexts made or
+# reset afterwards too, and no new context can be made (checked on an H200: tests/data).
+PROCESS_FATAL = frozenset({700, 702, 710, 714, 715, 716, 717, 718, 719})
+_poison = [0, ""]            # the process's first fatal fault: code, message
 
 
 def on_any_teardown(fn):
@@ -66,8 +74,8 @@ class Context:
         self.refcount = 0
         self.active = not primary
         self.destroyed = False
-        self.sticky_error = 0
-        self.sticky_message = ""
+        self.released = False                     # a primary context released to zero (709 until retained)
+        self.sticky_error, self.sticky_message = _poison
         self.limits = dict(_LIMIT_DEFAULTS)
         self.cache_config = 0
         self.shared_config = 0
@@ -81,6 +89,7 @@ class Context:
         self.generation = 0                       # bumped by teardown: per-thread streams made before are stale
         self._hooks: list = []
         handles.new(self)
+        _contexts.add(self)
 
     def __repr__(self):
         return f"<Context {self.handle:#x} dev={self.device}{' primary' if self.primary else ''}>"
@@ -93,6 +102,11 @@ class Context:
         if not self.sticky_error:
             self.sticky_error = code
             self.sticky_message = message
+            if code in PROCESS_FATAL and not _poison[0]:
+                _poison[:] = code, message
+                for other in list(_contexts):
+                    if not other.sticky_error:
+                        other.sticky_error, other.sticky_message = code, message
             fastpath.invalidate()       # before the faulting stream stops counting as busy
             log.error(f"context {self.handle:#x}: {NAME_OF.get(code, code)} is now sticky: {message}")
 
@@ -142,8 +156,7 @@ class Context:
         self.busy_streams.clear()
         self.generation += 1
         self.legacy = None
-        self.sticky_error = 0
-        self.sticky_message = ""
+        self.sticky_error, self.sticky_message = _poison
         self.limits = dict(_LIMIT_DEFAULTS)
         fastpath.invalidate()
 
@@ -165,6 +178,9 @@ def current_context(check_sticky: bool = True) -> Context:
     ctx = st[-1]
     if ctx.destroyed:
         raise CudaError(CUDA_ERROR_CONTEXT_IS_DESTROYED, f"the current context {ctx.handle:#x} was destroyed")
+    if ctx.released:
+        raise CudaError(CUDA_ERROR_CONTEXT_IS_DESTROYED,
+                        f"the current context {ctx.handle:#x} is a primary context released to zero")
     if check_sticky and ctx.sticky_error:
         ctx.check_sticky()
     return ctx
@@ -175,12 +191,15 @@ def current_context_or_none():
     return st[-1] if st else None
 
 
-def context_from_handle(h: int, check_sticky: bool = False) -> Context:
-    """The live context behind CUcontext `h`; h == 0 means the current context."""
+def context_from_handle(h: int, check_sticky: bool = False, released_ok: bool = False) -> Context:
+    """The live context behind CUcontext `h`; h == 0 means the current context. A primary context released
+    to zero is INVALID_CONTEXT by handle (NVIDIA's answer), unless released_ok (making it current)."""
     if h == 0:
         return current_context(check_sticky)
     init.require_init()
     ctx = handles.get(h, Context, CUDA_ERROR_INVALID_CONTEXT, "context")
+    if ctx.released and not released_ok:
+        raise CudaError(CUDA_ERROR_INVALID_CONTEXT, f"context {h:#x} is a primary context released to zero")
     if check_sticky:
         ctx.check_sticky()
     return ctx
@@ -216,8 +235,11 @@ def primary_ctx_retain(pctx, dev):
         raise CudaError(CUDA_ERROR_INVALID_VALUE, "pctx is NULL")
     ctx = primary_context(dev)
     with _lock:
+        if not ctx.active and _poison[0]:
+            raise CudaError(_poison[0], f"no context can be made after a kernel fault: {_poison[1]}")
         ctx.refcount += 1
         ctx.active = True
+        ctx.released = False
     cmem.write_ptr(pctx, ctx.handle)
 
 
@@ -228,8 +250,9 @@ def primary_ctx_release(dev):
         if ctx.refcount <= 0:
             raise CudaError(CUDA_ERROR_INVALID_CONTEXT, f"primary context of device {dev} is not retained")
         ctx.refcount -= 1
-        last = ctx.refcount == 0
-        if last:
+        last = ctx.refcount == 0 and ctx.active
+        if ctx.refcount == 0:
+            ctx.released = ctx.released or ctx.active
             ctx.active = False
     if last:
         ctx.teardown()
@@ -263,8 +286,10 @@ def primary_ctx_set_flags_v1(dev, flags):
 @export("cuDevicePrimaryCtxReset", "cuDevicePrimaryCtxReset_v2")
 def primary_ctx_reset(dev):
     ctx = primary_context(dev)
+    # The retain count stays (NVIDIA: a release after a reset succeeds); the context is unusable until
+    # retained again, as after its last release.
     with _lock:
-        ctx.refcount = 0
+        ctx.released = ctx.released or ctx.active
         ctx.active = False
     ctx.teardown()
     ctx.flags = 0
@@ -277,6 +302,8 @@ def _create(pctx, flags, dev):
         raise CudaError(CUDA_ERROR_INVALID_VALUE, "pctx is NULL")
     device_props(dev)
     _check_flags(flags)
+    if _poison[0]:
+        raise CudaError(_poison[0], f"no context can be made after a kernel fault: {_poison[1]}")
     ctx = Context(dev, flags, primary=False)
     _stack().append(ctx)
     fastpath.publish(ctx)
@@ -323,8 +350,8 @@ def ctx_destroy(h):
 def ctx_push_current(h):
     if not h:
         init.require_init()
-        raise CudaError(CUDA_ERROR_INVALID_CONTEXT, "ctx is NULL")
-    ctx = context_from_handle(h)
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, "ctx is NULL")
+    ctx = context_from_handle(h, released_ok=True)
     _stack().append(ctx)
     fastpath.publish(ctx)
 
@@ -350,7 +377,7 @@ def ctx_set_current(h):
             st.pop()
         fastpath.publish(st[-1] if st else None)
         return
-    ctx = context_from_handle(h)
+    ctx = context_from_handle(h, released_ok=True)
     if st:
         st[-1] = ctx
     else:
@@ -370,7 +397,10 @@ def _current_for_get_device() -> Context:
         init.require_init()
         # cudart and cuda.core ask this to learn whether a context is current yet: "none" is an answer.
         raise expected(CUDA_ERROR_INVALID_CONTEXT, "no current context on this thread")
-    return current_context(False)
+    ctx = current_context_or_none()
+    if ctx.destroyed:
+        current_context(False)      # raises CONTEXT_IS_DESTROYED; a released primary still names its device
+    return ctx
 
 
 @export("cuCtxGetDevice")
