@@ -1,6 +1,7 @@
 """CPU streams: kernels go to the native launch queue (launchq.c), other device work to an in-order queue
 drained by a thread of the shared worker pool, so work runs asynchronously with the host; small work on an
-idle stream runs inline, and a synchronize runs work nobody has started itself (same order, no thread hop)."""
+idle stream runs inline, and a synchronize runs device work nobody has started itself (same order, no thread
+hop). Host functions run only on pool threads, never inside the caller's API call, as CUDA's do."""
 
 from __future__ import annotations
 
@@ -31,6 +32,18 @@ _stamps: list = []        # (ticket, uint64_t[1]) time stamps the launch queue h
 
 _FAULT_CODES = {"trap": CUDA_ERROR_LAUNCH_FAILED, "assert": CUDA_ERROR_ASSERT,
                 "fault": CUDA_ERROR_ILLEGAL_ADDRESS}
+
+
+class _HostTask:
+    """A host function or stream callback in a queue: only a pool thread may run it (it may wait for the
+    thread that is synchronizing)."""
+    __slots__ = ("fn",)
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __call__(self):
+        self.fn()
 
 
 def _fill(ptr: int, value: int, elem_size: int, count: int, pitch: int, height: int) -> None:
@@ -189,8 +202,9 @@ class CpuStream(BackendStream):
             self._claimed = True
         self._drain()
 
-    def _drain(self) -> None:
-        """Run the queue to its end; the caller has claimed it."""
+    def _drain(self, host: bool = False) -> None:
+        """Run the queue to its end; the caller has claimed it. host: the caller is an application thread
+        (a synchronize), which hands the queue to the pool at the first host function."""
         t = self._ticket
         if t > launchq.DONE[0]:
             launchq.wait(t)         # native launches queued before this Python work
@@ -204,6 +218,11 @@ class CpuStream(BackendStream):
                     self._set_busy(False)
                     if self._waiting:
                         self._drained.notify_all()
+                    return
+                if host and type(self._tasks[0]) is _HostTask:
+                    self._claimed = False
+                    self._worker = None
+                    POOL.submit(self._pool_drain)
                     return
                 fn = self._tasks.popleft()
             self._run(fn)
@@ -305,7 +324,7 @@ class CpuStream(BackendStream):
         return True
 
     def host_func(self, fn) -> None:
-        self.enqueue(fn)
+        self.enqueue(_HostTask(fn))
 
     def record(self, event: CpuEvent) -> None:
         if self._ticket > launchq.DONE[0] and not self._busy:
@@ -366,7 +385,8 @@ class CpuStream(BackendStream):
         self._synced = True
         if self._busy:
             with self._lock:
-                steal = self._busy and not self._claimed
+                steal = (self._busy and not self._claimed
+                         and not (self._tasks and type(self._tasks[0]) is _HostTask))
                 if steal:
                     self._claimed = True
                     if self._worker is not None:    # spares the pool thread a GIL round trip
@@ -375,7 +395,7 @@ class CpuStream(BackendStream):
             # Work no pool thread has started yet runs here: this thread would only wait for it, and a
             # thread hop costs more than a small host function (it still runs in stream order).
             if steal:
-                self._drain()
+                self._drain(host=True)
         if self._busy:
             with self._lock:
                 if self._drained is None:
