@@ -101,7 +101,7 @@ def event_synchronize(h):
 def event_elapsed_time(ms_out, hstart, hend):
     if not ms_out:
         init.require_init()
-        raise CudaError(CUDA_ERROR_INVALID_VALUE, "pMilliseconds is NULL")
+        raise CudaError(CUDA_ERROR_INVALID_HANDLE, "pMilliseconds is NULL")    # NVIDIA's code for it
     start, end = event_from_handle(hstart), event_from_handle(hend)
     if (start.flags | end.flags) & CU_EVENT_DISABLE_TIMING:
         raise CudaError(CUDA_ERROR_INVALID_HANDLE, "an event was created with CU_EVENT_DISABLE_TIMING")

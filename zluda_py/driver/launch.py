@@ -14,7 +14,7 @@ from zluda_py.driver import stream as streammod
 from zluda_py.driver.device import device_props
 from zluda_py.driver.module import Function, get_function
 from zluda_py.errors import (CudaError, CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE, CUDA_ERROR_INVALID_VALUE,
-                             CUDA_ERROR_INVALID_CONTEXT)
+                             CUDA_ERROR_INVALID_CONTEXT, CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES)
 
 CU_LAUNCH_PARAM_END = 0x0
 CU_LAUNCH_PARAM_BUFFER_POINTER = 0x1
@@ -87,11 +87,14 @@ def pack_extra(f: Function, extra: int) -> bytes:
         raise CudaError(CUDA_ERROR_INVALID_VALUE, "extra needs both BUFFER_POINTER and BUFFER_SIZE")
     align = max((p.align for p in f.info.params), default=1)
     padded = (need + align - 1) // align * align
-    if size not in (need, padded):
-        raise CudaError(CUDA_ERROR_INVALID_VALUE,
+    if size > padded:
+        # NVIDIA's answer (tests/data/nvidia_error_answers.json), not INVALID_VALUE
+        raise CudaError(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES,
                         f"{f.name}: extra's parameter buffer is {size} bytes, the kernel takes {need}")
     if need and not pointer:
         raise CudaError(CUDA_ERROR_INVALID_VALUE, "CU_LAUNCH_PARAM_BUFFER_POINTER is NULL")
+    if size < need:     # NVIDIA launches with what it was given; the parameters past it read as zero
+        return cmem.read_bytes(pointer, size) + bytes(need - size) if size else bytes(need)
     return cmem.read_bytes(pointer, need) if need else b""
 
 
@@ -122,8 +125,8 @@ def check_configuration(f: Function, grid: tuple, block: tuple, shared: int, sha
 
 def launch(hfunc, grid, block, shared, hstream, kernel_params, extra, per_thread=False, cooperative=False):
     init.require_init()
+    ctx = ctxmod.current_context()      # first: a released or poisoned context answers before the handle
     f = get_function(hfunc)
-    ctx = ctxmod.current_context()
     if f.module.ctx is not ctx and f.module.library is None:
         if f.module.ctx.destroyed or f.module.ctx.device != ctx.device:
             raise CudaError(CUDA_ERROR_INVALID_CONTEXT, f"{f.name} was loaded in another context")

@@ -155,7 +155,8 @@ def _host_alloc(pp, size, flags):
         raise CudaError(CUDA_ERROR_INVALID_VALUE, "pp is NULL")
     if flags & ~CU_MEMHOSTALLOC_MASK:
         raise CudaError(CUDA_ERROR_INVALID_VALUE, f"invalid cuMemHostAlloc flags {flags:#x}")
-    cmem.write_ptr(pp, allocate(ctx, size, "host", flags).base)
+    # NVIDIA succeeds for 0 bytes (unlike cuMemAlloc): a real, freeable allocation of one byte here.
+    cmem.write_ptr(pp, allocate(ctx, max(size, 1), "host", flags).base)
 
 
 @export("cuMemAllocHost_v2", "cuMemAllocHost")

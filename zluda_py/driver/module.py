@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 
@@ -13,7 +14,8 @@ from zluda_py.driver import init
 from zluda_py.driver.allocations import INDEX, Allocation
 from zluda_py.driver.device import device_props
 from zluda_py.errors import (CudaError, CUDA_ERROR_FILE_NOT_FOUND, CUDA_ERROR_INVALID_HANDLE,
-                             CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_NO_BINARY_FOR_GPU, CUDA_ERROR_NOT_FOUND)
+                             CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_NO_BINARY_FOR_GPU, CUDA_ERROR_NOT_FOUND,
+                             CUDA_ERROR_OUT_OF_MEMORY)
 
 # CUfunction_attribute
 ATTR_MAX_THREADS_PER_BLOCK = 0
@@ -416,6 +418,8 @@ def module_load(module_out, fname):
         raise CudaError(CUDA_ERROR_INVALID_VALUE, "module or fname is NULL")
     ctx = ctxmod.current_context()
     path = cmem.read_cstring(fname, "fname")
+    if os.path.isdir(path):     # NVIDIA's driver answers a directory so (tests/data/nvidia_error_answers.json)
+        raise CudaError(CUDA_ERROR_OUT_OF_MEMORY, f"{path} is a directory")
     module = load_into_current(ptx_from_file(path, ctx.device), path, ctx)
     cmem.write_ptr(module_out, module.handle)
 
@@ -473,7 +477,10 @@ def module_get_function(hfunc_out, hmod, name):
         init.require_init()
         raise CudaError(CUDA_ERROR_INVALID_VALUE, "hfunc or name is NULL")
     m = get_module(hmod)
-    cmem.write_ptr(hfunc_out, m.function(cmem.read_cstring(name, "name")).handle)
+    fname = cmem.read_cstring(name, "name")
+    if not fname:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, "name is empty")
+    cmem.write_ptr(hfunc_out, m.function(fname).handle)
 
 
 @export("cuModuleGetGlobal", "cuModuleGetGlobal_v2")
