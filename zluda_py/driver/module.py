@@ -10,7 +10,7 @@ import time
 from zluda_py import cmem, fatbin, handles, log, profile
 from zluda_py.dispatch import export, fatal
 from zluda_py.driver import context as ctxmod
-from zluda_py.driver import init
+from zluda_py.driver import init, jit
 from zluda_py.driver.allocations import INDEX, Allocation
 from zluda_py.driver.device import device_props
 from zluda_py.errors import (CudaError, CUDA_ERROR_FILE_NOT_FOUND, CUDA_ERROR_INVALID_HANDLE,
@@ -257,17 +257,9 @@ def _module_resources(text, name) -> dict:
         return {}
 
 
-CU_JIT_MAX_REGISTERS = 0
-
-
 def jit_max_registers(options: int, values: int, count: int):
     """The CU_JIT_MAX_REGISTERS value among JIT options (its value is the pointer-sized slot itself)."""
-    if count <= 0 or not options or not values:
-        return None
-    for i in range(count):
-        if cmem.read_u32(options + 4 * i) == CU_JIT_MAX_REGISTERS:
-            return (cmem.read_u64(values + 8 * i) & 0xFFFFFFFF) or None
-    return None
+    return jit.Options(options, values, count).max_registers()
 
 
 # --- loading -----------------------------------------------------------------------------------------
@@ -280,14 +272,15 @@ def device_sm(device: int) -> int:
 def compile_ptx(device: int, ptx_text: str, name: str):
     """The backend module for PTX text (the backend compiles it or takes it from its cache)."""
     backend = init.require_init()
-    if not profile.ON:
-        return backend.module_load(device, ptx_text, name)
     t0 = time.perf_counter_ns()
     m = backend.module_load(device, ptx_text, name)
-    hit = getattr(m, "cache_hit", None)
-    if hit is None:     # the CPU backend's module wraps ptx.host's, which knows
-        hit = getattr(getattr(m, "_module", None), "cache_hit", False)
-    profile.module_compiled(name, time.perf_counter_ns() - t0, bool(hit))
+    limit = device_props(device).attributes.get(ATTR_DEV_MAX_SHARED_PER_BLOCK_OPTIN, 48 * 1024)
+    jit.check_static_shared(m, ptx_text, limit, name)
+    if profile.ON:
+        hit = getattr(m, "cache_hit", None)
+        if hit is None:     # the CPU backend's module wraps ptx.host's, which knows
+            hit = getattr(getattr(m, "_module", None), "cache_hit", False)
+        profile.module_compiled(name, time.perf_counter_ns() - t0, bool(hit))
     return m
 
 
@@ -391,24 +384,6 @@ def get_function(h: int) -> Function:
     raise CudaError(CUDA_ERROR_INVALID_HANDLE, f"{h:#x} is not a valid function or kernel")
 
 
-def _write_jit_log(options: int, values: int, count: int, message: str) -> None:
-    """Fill the caller's CU_JIT_ERROR_LOG_BUFFER (and INFO log, emptied) the way cuModuleLoadDataEx does."""
-    if count <= 0 or not options or not values:
-        return
-    opts = [cmem.read_u32(options + 4 * i) for i in range(count)]
-    vals = [cmem.read_u64(values + 8 * i) for i in range(count)]
-
-    def fill(buf_opt, size_opt, text):
-        if buf_opt in opts and size_opt in opts:
-            buf = vals[opts.index(buf_opt)]
-            cap = vals[opts.index(size_opt)] & 0xFFFFFFFF
-            if buf and cap:
-                cmem.write_cstring(buf, text, cap)
-                cmem.write_u64(values + 8 * opts.index(size_opt), min(len(text.encode()) + 1, cap))
-    fill(5, 6, message)   # CU_JIT_ERROR_LOG_BUFFER / _SIZE_BYTES
-    fill(3, 4, "")        # CU_JIT_INFO_LOG_BUFFER / _SIZE_BYTES
-
-
 # --- cuModule* -----------------------------------------------------------------------------------------
 
 @export("cuModuleLoad")
@@ -432,6 +407,7 @@ def _load_data(module_out, image, name=None, max_registers=None):
     name = name or _image_name(image)
     module = load_into_current(ptx_from_image_address(image, ctx.device, name), name, ctx, max_registers)
     cmem.write_ptr(module_out, module.handle)
+    return module
 
 
 @export("cuModuleLoadData")
@@ -441,18 +417,13 @@ def module_load_data(module_out, image):
 
 @export("cuModuleLoadDataEx")
 def module_load_data_ex(module_out, image, num_options, options, option_values):
+    opts = jit.Options(options, option_values, num_options).check()
     try:
-        _load_data(module_out, image, max_registers=jit_max_registers(options, option_values, num_options))
+        module = _load_data(module_out, image, max_registers=opts.max_registers())
     except CudaError as e:
-        try:
-            _write_jit_log(options, option_values, num_options, e.message)
-        except CudaError:
-            pass
+        opts.write_logs(error=jit.error_log(e))
         raise
-    try:
-        _write_jit_log(options, option_values, num_options, "")
-    except CudaError:
-        pass
+    opts.write_logs(info=jit.info_log(module, device_sm(module.device)) if opts.verbose else "")
 
 
 @export("cuModuleLoadFatBinary")

@@ -7,7 +7,8 @@ import os
 
 from zluda_py import log
 from zluda_py.backends.base import BackendFunction, BackendModule, FunctionInfo, KernelParam
-from zluda_py.errors import CudaError, CUDA_ERROR_INVALID_PTX, CUDA_ERROR_NOT_SUPPORTED, CUDA_ERROR_UNKNOWN
+from zluda_py.errors import (CudaError, CUDA_ERROR_INVALID_PTX, CUDA_ERROR_NOT_SUPPORTED, CUDA_ERROR_UNKNOWN,
+                             CUDA_ERROR_UNSUPPORTED_PTX_VERSION)
 
 
 class CpuFunction(BackendFunction):
@@ -68,12 +69,24 @@ def compile_module(ptx_text: str, target: str, name: str = ""):
     import ptx
     try:
         return ptx.compile(ptx_text, target=target, **compile_options())
-    except ptx.PTXUnsupportedError as e:
-        raise CudaError(CUDA_ERROR_NOT_SUPPORTED, f"module {name}: {e}") from None
     except ptx.PTXError as e:
-        raise CudaError(CUDA_ERROR_INVALID_PTX, f"module {name}: {e}") from None
+        raise ptx_error(e, name) from None
     except OSError as e:
         raise CudaError(CUDA_ERROR_UNKNOWN, f"module {name}: compiling failed: {e}") from None
+
+
+def ptx_error(e, name: str) -> CudaError:
+    """The CUresult for a PTX the compiler refused, with ptxas's log text for the JIT's error buffer."""
+    import ptx
+    if isinstance(e, ptx.PTXUnsupportedError):
+        code = CUDA_ERROR_NOT_SUPPORTED
+    elif isinstance(e, ptx.PTXVersionError):
+        code = CUDA_ERROR_UNSUPPORTED_PTX_VERSION
+    else:
+        code = CUDA_ERROR_INVALID_PTX
+    err = CudaError(code, f"module {name}: {e}")
+    err.jit_log = e.ptxas_log()
+    return err
 
 
 def load_module(ptx_text: str, name: str = "") -> CpuModule:
