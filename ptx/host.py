@@ -190,7 +190,7 @@ def _fault_message(name, grid):
     if runtime.library().ptx_rt_last_fault(ctypes.byref(info)) != 0:
         return f"kernel {name}: illegal memory access"
     access = {1: "read", 2: "write"}.get(info.access, "access")
-    sig = "SIGBUS" if info.signo == signal.SIGBUS else "SIGSEGV"
+    sig = "SIGBUS" if info.signo == signal.SIGBUS else "SIGSEGV" if info.signo else "memcheck"
     if info.addr or info.code not in (0x80, -6):
         where = f"address 0x{info.addr:x}"
     elif info.code == 0x80:                          # SI_KERNEL: x86-64 gives no address for those
@@ -258,13 +258,16 @@ def _load_object(llmod, obj, tm):
     return engine
 
 
-def compile_host(text: str, cache_dir=None, fma_contract=False, opt_level=3, dump_dir=None, cpu=None, **_):
-    """cpu: the LLVM CPU name to build for (None: ZLUDA_CPU_TARGET; "" or unset: this machine's)."""
+def compile_host(text: str, cache_dir=None, fma_contract=False, opt_level=3, dump_dir=None, cpu=None,
+                 memcheck=False, **_):
+    """cpu: the LLVM CPU name to build for (None: ZLUDA_CPU_TARGET; "" or unset: this machine's).
+    memcheck: check every access against the runtime's range table (ptx/codegen/memcheck.py)."""
     from ptx import host_target, pipeline
     from ptx.codegen.host_module import build_host_ir
     import llvmlite.binding as llvm
 
-    hir = pipeline.lower(text, lambda module: build_host_ir(module, fma_contract=fma_contract))
+    hir = pipeline.lower(text, lambda module: build_host_ir(module, fma_contract=fma_contract,
+                                                            memcheck=memcheck))
     if dump_dir:
         pipeline.dump(dump_dir, text, hir.text)
         if hir.fallback:
@@ -275,7 +278,7 @@ def compile_host(text: str, cache_dir=None, fma_contract=False, opt_level=3, dum
         cache = None
         if cache_dir:
             key = hashlib.sha256("\0".join([text, COMPILER_VERSION, str(fma_contract), str(opt_level),
-                                            tm_key]).encode()).hexdigest()
+                                            tm_key] + (["memcheck"] if memcheck else [])).encode()).hexdigest()
             cache = _ObjectCache(cache_dir, key)
         try:
             llmod = llvm.parse_assembly(hir.text)
@@ -298,12 +301,25 @@ def compile_host(text: str, cache_dir=None, fma_contract=False, opt_level=3, dum
         for name, (gname, size) in hir.globals.items():
             globals_[name] = (engine.get_global_value_address(gname), size)
         _apply_relocations(engine, hir, globals_)
+        if memcheck:
+            _memcheck_globals(globals_)
         fallback = _LazyFallback(hir, engine, globals_, opt_level, tm) if hir.fallback else None
     mod = HostModule(kernels, globals_, hir.text, engine, bool(cache and cache.hit))
     mod._fallback = fallback
     for k in kernels.values():
         k.module = mod
     return mod
+
+
+def _memcheck_globals(globals_):
+    """A checked kernel may reach its module's variables through any pointer: they join the range table
+    (for the process: the code, and so the variables, stay mapped after an unload)."""
+    from ptx import runtime
+    lib = runtime.library()
+    lib.ptx_rt_memcheck_enable(1)
+    for addr, size in globals_.values():
+        if size:
+            lib.ptx_rt_memcheck_add(ctypes.c_uint64(addr), ctypes.c_uint64(size), 3)
 
 
 _FALLBACK_FN = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_void_p,

@@ -27,6 +27,10 @@ def _decide() -> None:
     memory = getattr(init.BACKEND, "memory", None)
     if log.TRACE or profile.ON or not getattr(memory, "native", False):
         return
+    from zluda_py import memcheck
+    if memcheck.ON:
+        return      # its allocations would reach the memcheck table only when Python adopts them
+
     from zluda_py.driver import allocations
     if not allocations.mirrored():
         return      # the index does not mirror its ranges into C: C could not check a copy against it

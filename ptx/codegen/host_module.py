@@ -88,9 +88,10 @@ def llvm_name(prefix, ptx_name):
 
 
 class ModuleContext:
-    def __init__(self, module: A.Module, fma_contract=False):
+    def __init__(self, module: A.Module, fma_contract=False, memcheck=False):
         self.module = module
         self.fma_contract = fma_contract
+        self.memcheck = memcheck      # check every access (ptx/codegen/memcheck.py)
         self.declarations = set()
         self.helpers = {}            # name -> IR text of helper functions
         self.global_syms = {}        # ptx name -> (llvm name, size)
@@ -750,8 +751,8 @@ def _fallback_module(mctx, bodies):
     return text.replace('@"g.', '@"' + FALLBACK_GLOBAL)
 
 
-def build_host_ir(module: A.Module, fma_contract=False) -> HostIR:
-    mctx = ModuleContext(module, fma_contract)
+def build_host_ir(module: A.Module, fma_contract=False, memcheck=False) -> HostIR:
+    mctx = ModuleContext(module, fma_contract, memcheck)
     pending_globals = []
     funcs = {}
     defined = {i.name for i in module.items if isinstance(i, A.VarDecl) and i.linkage != "extern"}

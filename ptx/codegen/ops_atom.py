@@ -3,6 +3,7 @@ add, cas, exch, inc/dec with CUDA's wrap rules), as LLVM atomicrmw/cmpxchg."""
 
 from __future__ import annotations
 
+from ptx.codegen import memcheck
 from ptx.codegen import ptxtypes as T
 from ptx.codegen.function_emitter import handles, unsupported, semantic
 from ptx.codegen.ops_mem import space_of
@@ -37,6 +38,7 @@ def op_atom(em, ins):
     dst = None if is_red else ops[0]
     addr = ops[0] if is_red else ops[1]
     p = em.address(addr, space)
+    memcheck.check(em, p, T.size_of(t), True, space)
     ty = T.llvm_type(t)
     if T.is_float(t) and op not in ("add", "exch", "min", "max", "cas"):
         semantic(ins, f"atom.{op} on a float type")

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from ptx import ast as A
+from ptx.codegen import memcheck
 from ptx.codegen import ptxtypes as T
 from ptx.codegen.function_emitter import handles, unsupported, semantic, LLVM_BITS
 
@@ -98,6 +99,7 @@ def op_ld(em, ins):
             em.write(e, v, t)
         return
     base = em.address(src, space)
+    memcheck.check(em, base, size * n, False, space)
     align = size
     if n == 1:
         v = _load(em, base, t, order, align)
@@ -120,6 +122,7 @@ def op_st(em, ins):
     dst, src = ins.operands[0], ins.operands[1]
     base = em.address(dst, space)
     size = T.size_of(t)
+    memcheck.check(em, base, size * n, True, space)
     if n == 1:
         v = em.read(src, t)
         _store(em, base, t, v, order, size)
@@ -234,6 +237,8 @@ def op_cp(em, ins):
     if not isinstance(ops[2], A.Imm):
         semantic(ins, "cp-size must be a constant")
     cp = ops[2].value
+    memcheck.check(em, src, cp, False, "global")
+    memcheck.check(em, dst, cp, True, "shared")
     n = str(cp)
     for extra in ops[3:]:
         if isinstance(extra, (A.Reg, A.Negated)) and em.is_register(getattr(extra, "name", None) or

@@ -48,6 +48,7 @@ CALLBACKS = (
     "ptx_rt_globaltimer",
     "ptx_rt_grid_sync",
     "ptx_rt_yield",
+    "ptx_rt_memcheck",
 )
 
 _lock = threading.Lock()

@@ -55,6 +55,11 @@ static long futex_wake_all(_Atomic uint32_t *addr) {
    increments around the calls. */
 static __thread volatile int tls_in_heap;
 
+/* memcheck.c (ZLUDA_MEMCHECK) */
+extern int ptxrt_mc_on;
+void ptxrt_memcheck_launch_begin(void);
+void ptx_rt_memcheck_remove_base(uint64_t base);
+
 /* ------------------------------------------------------------------ printf buffers */
 
 /* Output of one run of blocks (a chunk, or one fiber run between grid barriers), keyed so the
@@ -435,6 +440,25 @@ static void fault_record(struct job *j, struct slot *s, struct fault_target *t) 
                                     .access = t->access, .worker_id = s->id};
     }
     set_flag(&j->st, ST_FAULT);
+}
+
+/* memcheck.c's way out of a kernel after a bad access: the landing a memory fault takes, so the launch
+   stops the same way and returns PTXRT_FAULT (signo 0: no signal was involved). */
+void ptxrt_memcheck_stop(ptx_worker *W, uint64_t addr, int32_t access) {
+    struct rt_ctx *c = W->rt_private;
+    struct slot *s = c ? c->slot : NULL;
+    struct fault_target *t = s ? s->armed : NULL;
+    if (!t) {                        /* not inside a block call: stop the launch as a trap would */
+        set_flag(W->state, ST_FAULT);
+        return;
+    }
+    s->armed = NULL;
+    t->addr = addr;
+    t->pc = 0;
+    t->signo = 0;
+    t->code = 0;
+    t->access = access;
+    siglongjmp(t->jb, 1);
 }
 
 int32_t ptx_rt_last_fault(ptx_fault_info *out) {
@@ -882,6 +906,7 @@ int32_t ptx_rt_launch_ex(ptx_block_fn fn, const uint8_t *params,
     atomic_store_explicit(&P.slots[0].tid, tls_tid, memory_order_relaxed);   /* we run slot 0's blocks */
     struct job *j = &P.job;
     atomic_store_explicit(&j->fault_taken, 0, memory_order_relaxed);
+    if (__atomic_load_n(&ptxrt_mc_on, __ATOMIC_ACQUIRE)) ptxrt_memcheck_launch_begin();
     j->fn = fn;
     j->flags = flags;
     j->L.params = params;
@@ -1015,12 +1040,16 @@ void ptx_rt_assertfail(ptx_worker *W, const char *msg, const char *file, uint32_
 void *ptx_rt_malloc(uint64_t size) {
     tls_in_heap++;
     void *p = malloc(size ? size : 1);
+    if (p && __atomic_load_n(&ptxrt_mc_on, __ATOMIC_RELAXED))
+        ptx_rt_memcheck_add((uint64_t)(uintptr_t)p, size ? size : 1, PTXRT_MC_HEAP);
     tls_in_heap--;
     return p;
 }
 
 void ptx_rt_free(void *p) {
     tls_in_heap++;
+    if (p && __atomic_load_n(&ptxrt_mc_on, __ATOMIC_RELAXED))
+        ptx_rt_memcheck_remove_base((uint64_t)(uintptr_t)p);
     free(p);
     tls_in_heap--;
 }

@@ -129,6 +129,27 @@ typedef struct ptx_fault_info {
    returns 0 and fills *out, or -1 when that launch did not fault. */
 int32_t ptx_rt_last_fault(ptx_fault_info *out);
 
+/* ZLUDA_MEMCHECK (ptx/codegen/memcheck.py): code compiled with memcheck calls ptx_rt_memcheck before each
+   global, generic, shared and local access. It checks the address against the ranges added here (the
+   driver's allocations, module globals; device malloc adds its own once enabled), the block's shared
+   memory, the thread's stack and scratch; the first bad access of a launch prints compute-sanitizer's
+   report to stderr, and the block stops as after a memory fault (PTXRT_FAULT, signo 0). */
+#define PTXRT_MC_DEVICE 0
+#define PTXRT_MC_POOL 1
+#define PTXRT_MC_HOST 2
+#define PTXRT_MC_GLOBAL 3
+#define PTXRT_MC_HEAP 4
+#define PTXRT_MC_MANAGED 5
+#define PTXRT_MC_REGISTERED 6
+void     ptx_rt_memcheck_enable(int32_t on);
+int32_t  ptx_rt_memcheck_add(uint64_t base, uint64_t size, uint32_t kind);
+void     ptx_rt_memcheck_remove(uint64_t base, uint64_t size);
+/* desc: access size (bits 0-23) | write << 24 | space << 25 (0 generic, 1 global, 2 shared, 3 local);
+   site: PTX line | instruction index << 32; fn, file: names for the report */
+void     ptx_rt_memcheck(const ptx_launch *L, ptx_worker *W, uint64_t addr, uint32_t desc, uint64_t site,
+                         const char *fn, const char *file, uint32_t tx, uint32_t ty, uint32_t tz,
+                         uint32_t cx, uint32_t cy, uint32_t cz);
+
 /* Environment: PTXRT_THREADS=n (workers; default: the usable cores, i.e. the affinity mask capped by
    a cgroup v2 CPU quota), PTXRT_SPIN_US=us (how long idle workers spin before parking, default 200),
    PTXRT_FIBER_STACK=bytes (cooperative launches). */

@@ -16,7 +16,7 @@ from time import monotonic as _monotonic
 
 import cffi
 
-from zluda_py import handles, native
+from zluda_py import handles, memcheck, native
 from zluda_py.errors import CudaError, CUDA_ERROR_INVALID_VALUE
 
 _buffer_ids = itertools.count(1)
@@ -99,6 +99,8 @@ class AllocationIndex:
             self.version += 1
             self._insert(a)
             _c.add(a.base, a.size, a.buffer_id)
+            if memcheck.ON:
+                memcheck.added(a.base, a.size, a.kind)
             self.version += 1
 
     def _insert(self, a: Allocation) -> None:
@@ -118,6 +120,8 @@ class AllocationIndex:
                 del self._bases[i]
                 del self._allocs[i]
                 _c.remove(a.base, a.buffer_id)
+                if memcheck.ON:
+                    memcheck.removed(a.base, a.size)
                 self.version += 1
 
     def adopt(self) -> None:
@@ -137,6 +141,8 @@ class AllocationIndex:
                         a = Allocation(base, size, "device", ctx, device)
                         a.buffer_id = token
                         self._insert(a)
+                        if memcheck.ON:
+                            memcheck.added(a.base, a.size, a.kind)
                     if k < _ADOPT_BATCH:
                         break
             finally:

@@ -1,5 +1,6 @@
 """Modules on the CPU backend: PTX compiled for the host by the `ptx` package, with its on-disk object cache
-(ZLUDA_CACHE_DIR, ZLUDA_JIT_CACHE=0 disables), IR dumps (ZLUDA_DUMP_DIR) and FMA contraction (ZLUDA_FMA_OPT=1)."""
+(ZLUDA_CACHE_DIR, ZLUDA_JIT_CACHE=0 disables), IR dumps (ZLUDA_DUMP_DIR), FMA contraction (ZLUDA_FMA_OPT=1)
+and checked accesses (ZLUDA_MEMCHECK=1)."""
 
 from __future__ import annotations
 
@@ -60,6 +61,8 @@ def compile_options() -> dict:
         opts["dump_dir"] = os.environ["ZLUDA_DUMP_DIR"]
     if os.environ.get("ZLUDA_FMA_OPT", "0") == "1":
         opts["fma_contract"] = True
+    if os.environ.get("ZLUDA_MEMCHECK", "0") == "1":
+        opts["memcheck"] = True
     return opts
 
 
