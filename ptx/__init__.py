@@ -17,7 +17,8 @@ Importable on its own; it knows nothing of the CUDA driver. The API:
                                                    # runs ptx.check(module) unless check=False
 """
 
-from ptx.errors import PTXError, PTXSyntaxError, PTXSemanticError, PTXUnsupportedError, KernelFault  # noqa: F401
+from ptx.errors import (PTXError, PTXSyntaxError, PTXSemanticError, PTXUnsupportedError, PTXVersionError,  # noqa: F401
+                        KernelFault)
 # Imported eagerly: the submodule ptx.check would otherwise replace the function `ptx.check` on first import.
 from ptx.check import check  # noqa: F401,E402  (the semantic checks `parse` runs by default)
 

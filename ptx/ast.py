@@ -197,6 +197,7 @@ class Function:
     directives: dict = field(default_factory=dict)  # 'maxntid': (x,y,z), 'reqntid', 'minnctapersm',
                                                    # 'maxnreg', 'maxclusterrank', 'noreturn': True, ...
     pos: Pos = field(default_factory=Pos)
+    end: Optional[Pos] = None      # the body's closing brace (ptxas reports parameter-space errors there)
 
 
 @dataclass
@@ -206,6 +207,7 @@ class Module:
     address_size: int = 64
     items: list = field(default_factory=list)       # [Function | VarDecl] in source order
     source: str = ""
+    header_lines: dict = field(default_factory=dict)  # 'version' / 'target' / 'address_size' -> line
 
     def functions(self):
         return [i for i in self.items if isinstance(i, Function)]

@@ -7,7 +7,7 @@ import bisect
 import gc
 import re
 
-from ptx import ast
+from ptx import ast, isa
 from ptx.errors import PTXError, PTXSemanticError
 
 _SPECIAL_VECTOR = ("tid", "ntid", "ctaid", "nctaid", "cluster_ctaid", "cluster_nctaid", "clusterid",
@@ -118,6 +118,7 @@ class _Checker:
         self.item_index = 0
 
     def run(self):
+        isa.check_header(self.module)
         defined = set()
         for k, item in enumerate(self.module.items):
             if isinstance(item, ast.Function):
@@ -138,6 +139,8 @@ class _Checker:
             if isinstance(item, ast.Function) and item.body is not None:
                 self.item_index = k
                 self.check_function(item)
+                if item.kind == "entry":
+                    isa.check_params(item, self.module)
 
     def signature_at(self, name):
         """(returns, params) of the declaration of `name` in force at the function being checked: the
@@ -274,9 +277,14 @@ class _Checker:
             gt = self.resolve_reg(scope, ast.Reg(gname, ins.pos))
             if gt == "special" or gt.name != "pred":
                 _fail(f"guard '{gname}' is not a .pred register", ins.pos)
+        isa.check_modifiers(ins, self.module)
         types = []
         for o in ops:
             types.append(self.operand_type(o, scope, ins))
+        if op in ("ld", "st", "atom", "red", "ldu", "prefetch"):
+            for o in ops:
+                if isinstance(o, ast.Address) and o.base is not None and o.base.startswith("%"):
+                    isa.check_address_width(ins, self.module, self.reg_type(scope, o.base))
         if op == "bra":
             self.check_branch_target(ops[0], scope)
         elif op == "brx":
@@ -286,6 +294,7 @@ class _Checker:
         elif op == "call":
             self.check_call(ins, scope)
         self.check_types(ins, types, scope)
+        isa.check_operand_kinds(ins, types)
 
     def check_branch_target(self, target, scope):
         if not isinstance(target, ast.SymbolExpr):

@@ -11,6 +11,17 @@ class PTXError(Exception):
         loc = f"{line}:{col}: " if line else ""
         super().__init__(f"{loc}{message}")
 
+    def ptxas_severity(self):
+        return "error"
+
+    def ptxas_log(self) -> str:
+        """The error as the JIT's error log words it: ptxas's line, then its closing line."""
+        where = f"ptxas application ptx input, line {self.line}; " if self.line else "ptxas "
+        text = f"{where}{self.ptxas_severity():<8}: {self.message}"
+        if self.ptxas_severity() == "fatal":
+            return text
+        return text + "\nptxas fatal   : Ptx assembly aborted due to errors"
+
 
 class PTXSyntaxError(PTXError):
     """Lexing/parsing failure."""
@@ -18,6 +29,13 @@ class PTXSyntaxError(PTXError):
 
 class PTXSemanticError(PTXError):
     """Well-formed but wrong: undefined register or label, type mismatch, bad operand."""
+
+
+class PTXVersionError(PTXSemanticError):
+    """A .version that does not exist or is newer than the ISA this compiler takes (CUDA's 222, not 218)."""
+
+    def ptxas_severity(self):
+        return "fatal"
 
 
 class PTXUnsupportedError(PTXError):

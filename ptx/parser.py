@@ -16,6 +16,7 @@ Every failure is a `PTXError` subclass carrying line and column; nothing else es
 from __future__ import annotations
 
 import gc
+import re
 
 from ptx import ast
 from ptx.errors import PTXError, PTXSyntaxError, PTXUnsupportedError
@@ -55,6 +56,8 @@ def parse(text: str, check: bool = True) -> ast.Module:
         parser = Parser(tokenize(text))
         module = parser.module()
     except PTXError:
+        if check:
+            _version_first(text)
         raise
     except RecursionError:
         line, col = parser.here() if parser else (0, 0)
@@ -70,6 +73,18 @@ def parse(text: str, check: bool = True) -> ast.Module:
         from ptx.check import check as run_checks
         run_checks(module)
     return module
+
+
+_VERSION_RE = re.compile(r"^[ \t]*\.version[ \t]+([0-9]+)\.([0-9]+)", re.M)
+
+
+def _version_first(text: str) -> None:
+    """ptxas reads .version before anything else: a module of an unsupported ISA fails for that, whatever
+    else in it does not parse."""
+    m = _VERSION_RE.search(text)
+    if m:
+        from ptx.isa import check_version
+        check_version((int(m.group(1)), int(m.group(2))), text.count("\n", 0, m.start()) + 1)
 
 
 def _split_word(text: str):
@@ -167,6 +182,7 @@ class Parser:
         target = []
         address_size = 64
         items = []
+        lines = {}
         while True:
             t = self.peek()
             kind, text = t[0], t[1]
@@ -175,16 +191,19 @@ class Parser:
             if kind == DIR:
                 d = text[1:]
                 if d == "version":
+                    lines.setdefault("version", t[3])
                     self.next()
                     version = self.version_number()
                     continue
                 if d == "target":
+                    lines.setdefault("target", t[3])
                     self.next()
                     target.append(self.expect_name("a target name")[1])
                     while self.accept_punct(","):
                         target.append(self.expect_name("a target name")[1])
                     continue
                 if d == "address_size":
+                    lines.setdefault("address_size", t[3])
                     self.next()
                     address_size = self.expect_int("an address size")
                     if address_size not in (32, 64):
@@ -214,7 +233,8 @@ class Parser:
             raise self.error("PTX module must start with .version")
         if not target:
             raise self.error("PTX module has no .target directive")
-        return ast.Module(version=version, target=target, address_size=address_size, items=items)
+        return ast.Module(version=version, target=target, address_size=address_size, items=items,
+                          header_lines=lines)
 
     def version_number(self):
         t = self.next()
@@ -334,6 +354,7 @@ class Parser:
             else:
                 raise self.error(f"unexpected directive {t[1]} in function header", t)
         body = None
+        end = None
         pos = ast.Pos(start[3], start[4])
         if self.accept_punct(";"):
             pass
@@ -341,12 +362,14 @@ class Parser:
             self.reg_scopes.append({p.name for p in params + returns if p.space == "reg"})
             try:
                 body = self.block_body()
+                close = self.toks[self.i - 1]
+                end = ast.Pos(close[3], close[4])
             finally:
                 self.reg_scopes.pop()
         else:
             raise self.error(f"expected '{{' or ';' after function header but found {describe(self.peek())}")
         return ast.Function(name=name, kind=kind, params=params, returns=returns, body=body,
-                            linkage=linkage, directives=directives, pos=pos)
+                            linkage=linkage, directives=directives, pos=pos, end=end)
 
     def param_list(self):
         self.expect_punct("(")
