@@ -375,7 +375,7 @@ def read_image(addr: int) -> ModuleImage:
 
 # --- selection --------------------------------------------------------------------------------------
 
-_TARGET_SM = re.compile(r"^\s*\.target\s+sm_(\d+)", re.M)
+_TARGET_SM = re.compile(r"^\s*\.target\s+(sm_(\d+)[a-z]?)", re.M)
 
 
 def select_ptx(image: ModuleImage, sm: int, name: str = "module") -> str:
@@ -383,10 +383,16 @@ def select_ptx(image: ModuleImage, sm: int, name: str = "module") -> str:
     SM <= sm. Raises CUDA_ERROR_NO_BINARY_FOR_GPU, naming what the image carries, when none fits."""
     if image.ptx is not None:
         target = _TARGET_SM.search(image.ptx)
-        if target and int(target.group(1)) > sm:
+        from ptx.isa import known_target
+        # a target that does not exist is the compiler's to refuse, as ptxas's 'Unsupported .target'
+        if target and int(target.group(2)) > sm and known_target(target.group(1)):
             # What the driver's JIT says of PTX written for a newer GPU (ptxas refuses the .target).
-            raise CudaError(CUDA_ERROR_INVALID_PTX,
-                            f"{name}: PTX targets sm_{target.group(1)}, newer than the device's sm_{sm}")
+            e = CudaError(CUDA_ERROR_INVALID_PTX,
+                          f"{name}: PTX targets sm_{target.group(2)}, newer than the device's sm_{sm}")
+            line = image.ptx.count("\n", 0, target.start(1)) + 1
+            e.jit_log = (f"ptxas application ptx input, line {line}; fatal   : SM version specified by .target "
+                         f"'{target.group(1)}' is higher than the device's 'sm_{sm}'")
+            raise e
         return image.ptx
     ptx = [e for e in image.entries or [] if e.kind == KIND_PTX]
     usable = [e for e in ptx if e.sm <= sm]

@@ -7,8 +7,8 @@ from zluda_py import cmem, fatbin, handles
 from zluda_py.cudadevrt import CUDADEVRT_PTX, is_cudadevrt
 from zluda_py.dispatch import export
 from zluda_py.driver import context as ctxmod
-from zluda_py.driver import init
-from zluda_py.driver.module import _write_jit_log, jit_max_registers, select_ptx
+from zluda_py.driver import init, jit
+from zluda_py.driver.module import select_ptx
 from zluda_py.errors import (CudaError, CUDA_ERROR_FILE_NOT_FOUND, CUDA_ERROR_INVALID_HANDLE,
                              CUDA_ERROR_INVALID_IMAGE, CUDA_ERROR_INVALID_PTX, CUDA_ERROR_INVALID_VALUE,
                              CUDA_ERROR_NOT_SUPPORTED)
@@ -20,7 +20,7 @@ INPUT_CUBIN, INPUT_PTX, INPUT_FATBINARY, INPUT_OBJECT, INPUT_LIBRARY, INPUT_NVVM
 
 class LinkState:
     def __init__(self, options: int, values: int, count: int):
-        self.options, self.values, self.count = options, values, count
+        self.jit = jit.Options(options, values, count).check()
         self.inputs: list = []
         self.blob = None           # cffi buffer handed out by cuLinkComplete (lives until destroy)
         handles.new(self)
@@ -38,6 +38,7 @@ def _ptx_of(kind: int, data: bytes, name: str) -> str:
         text = (data[:end] if end >= 0 else data).decode("utf-8", "replace")
         if not text.strip():
             raise CudaError(CUDA_ERROR_INVALID_PTX, f"{name}: empty PTX input")
+        _check_input(text, device, name)
         return text
     if kind == INPUT_NVVM:
         raise CudaError(CUDA_ERROR_NOT_SUPPORTED, f"{name}: NVVM IR inputs are not supported (only PTX)")
@@ -48,14 +49,22 @@ def _ptx_of(kind: int, data: bytes, name: str) -> str:
     raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{name}: unknown input type {kind}")
 
 
+def _check_input(text: str, device: int, name: str) -> None:
+    """NVIDIA compiles a PTX input when it is added: bad PTX fails cuLinkAddData, with ptxas's log."""
+    import ptx
+    from zluda_py.backends.cpu.module import ptx_error
+    select_ptx(fatbin.ModuleImage("ptx", ptx=text), device, name)     # a .target newer than the device
+    try:
+        ptx.parse(text)
+    except ptx.PTXError as e:
+        raise ptx_error(e, name) from None
+
+
 def _add(state: LinkState, kind: int, data: bytes, name: str) -> None:
     try:
         state.inputs.append(_ptx_of(kind, data, name))
     except CudaError as e:
-        try:
-            _write_jit_log(state.options, state.values, state.count, e.message)
-        except CudaError:
-            pass
+        state.jit.write_logs(error=jit.error_log(e))
         raise
 
 
@@ -65,8 +74,6 @@ def link_create(num_options, options, values, state_out):
     if not state_out:
         raise CudaError(CUDA_ERROR_INVALID_VALUE, "stateOut is NULL")
     ctxmod.current_context()
-    if num_options and (not options or not values):
-        raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{num_options} options but options/optionValues is NULL")
     cmem.write_ptr(state_out, LinkState(options, values, num_options).handle)
 
 
@@ -76,6 +83,7 @@ def link_add_data(hstate, kind, data, size, name, num_options, options, values):
     if not data or size == 0:
         raise CudaError(CUDA_ERROR_INVALID_VALUE, "data is NULL or size is 0")
     label = cmem.read_cstring(name, "name") if name else f"input{len(state.inputs)}"
+    jit.Options(options, values, num_options).check()
     _add(state, kind, cmem.read_bytes(data, size, "data"), label)
 
 
@@ -85,6 +93,7 @@ def link_add_file(hstate, kind, path, num_options, options, values):
     if not path:
         raise CudaError(CUDA_ERROR_INVALID_VALUE, "path is NULL")
     p = cmem.read_cstring(path, "path")
+    jit.Options(options, values, num_options).check()
     try:
         with open(p, "rb") as f:
             data = f.read()
@@ -101,7 +110,7 @@ def link_complete(hstate, cubin_out, size_out):
     if not state.inputs:
         raise CudaError(CUDA_ERROR_INVALID_IMAGE, "nothing was added to the link")
     text = merge_ptx(state.inputs)
-    max_regs = jit_max_registers(state.options, state.values, state.count)
+    max_regs = state.jit.max_registers()
     if max_regs:
         text = with_max_registers(text, max_regs)
     try:
@@ -109,10 +118,7 @@ def link_complete(hstate, cubin_out, size_out):
         ptx.parse(text)
     except Exception as e:  # noqa: BLE001 - any parse failure is a link failure
         msg = f"linked PTX does not parse: {e}"
-        try:
-            _write_jit_log(state.options, state.values, state.count, msg)
-        except CudaError:
-            pass
+        state.jit.write_logs(error=e.ptxas_log() if isinstance(e, ptx.PTXError) else msg)
         raise CudaError(CUDA_ERROR_INVALID_PTX, msg) from None
     raw = text.encode() + b"\0"
     state.blob = cmem.ffi.new("char[]", raw)
