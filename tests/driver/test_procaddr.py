@@ -124,3 +124,29 @@ def test_version_not_sufficient_and_unknown():
 def test_table_symbols_are_exports():
     exported = {f["name"] for f in DATA["functions"]}
     assert {e["symbol"] for e in DATA["procaddr"]} == exported
+
+
+def test_unknown_name_logs_once_but_probes_stay_quiet(shim_libdir, tmp_path):
+    """A name no CUDA 13.0 driver has gets one ZLUDA_LOG line, however often it is asked for; asking for
+    an entry point that exists but is not implemented (cudart's optional probes) stays quiet."""
+    import subprocess
+    import sys
+    unimplemented = next(f["name"] for f in DATA["functions"] if not dispatch.implemented(f["name"])
+                         and f["name"] in {s for v in procaddr._TABLE.values() for _, s in v[0]}
+                         and f["name"] in procaddr._TABLE)
+    script = f"""
+import ctypes
+lib = ctypes.CDLL({os.path.join(shim_libdir, 'libcuda.so.1')!r})
+assert lib.cuInit(0) == 0
+p, st = ctypes.c_void_p(), ctypes.c_int()
+for name in (b"cuNoSuchFunction", b"cuNoSuchFunction", {unimplemented.encode()!r}):
+    print(lib.cuGetProcAddress_v2(name, ctypes.byref(p), 13000, 0, ctypes.byref(st)), st.value)
+"""
+    env = dict(os.environ, ZLUDA_LOG="1")
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=str(tmp_path),
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["500", "1"] * 3
+    lines = [line for line in r.stderr.splitlines() if line.startswith("[zluda]")]
+    assert lines == ["[zluda] cuGetProcAddress: CUDA_ERROR_NOT_FOUND: no driver function 'cuNoSuchFunction' "
+                     "(CUDA 13.0)"], r.stderr

@@ -1,7 +1,7 @@
 """Entry-point discovery and static answers: cuGetProcAddress (name + version + stream flag -> exported
 function), cuGetErrorName/String and cuDriverGetVersion."""
 
-from zluda_py import cmem, dispatch, native
+from zluda_py import cmem, dispatch, log, native
 from zluda_py.decls import DATA, ENUMS
 from zluda_py.dispatch import export
 from zluda_py.errors import (CudaError, CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_NOT_FOUND,
@@ -81,7 +81,12 @@ def _get_proc_address(symbol, pfn, version, flags, status_ptr):
     if status_ptr:
         cmem.write_i32(status_ptr, status)
     if exported is None:
-        return CUDA_ERROR_NOT_FOUND  # expected while probing; not worth a log line
+        # Probing is routine: cudart asks for "" and for optional entry points the driver exports but
+        # does not implement. A name no CUDA 13.0 driver has is worth one line, once.
+        if name and name not in _TABLE:
+            log.once(f"procaddr:{name}", f"cuGetProcAddress: CUDA_ERROR_NOT_FOUND: no driver function "
+                                         f"{name!r} (CUDA 13.0)")
+        return CUDA_ERROR_NOT_FOUND
     cmem.write_ptr(pfn, function_address(exported))
     return None
 
