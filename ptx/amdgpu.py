@@ -12,7 +12,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ptx.amdgpu_targets import AmdgpuTarget, parse_target
@@ -124,6 +124,27 @@ class AmdgpuKernel:
     sgpr_count: int
     maxntid: tuple = None
     reqntid: tuple = None
+    param_types: list = field(default_factory=list, repr=False)
+    module: "AmdgpuModule" = field(default=None, repr=False, compare=False)
+
+    # The same packing as the host's kernels: numpy arrays pass their data address, which is also the
+    # emulator's device address (its global memory is this process's memory).
+    def pack_params(self, args) -> bytes:
+        from ptx.host import HostKernel
+        return HostKernel.pack_params(self, args)
+
+    @property
+    def _param_types(self):
+        return self.param_types
+
+    def launch(self, grid, block, args, shared_bytes=0):
+        """Runs the kernel on the emulator (ZLUDA_AMDGPU_EMULATOR), like HostKernel.launch: arrays are
+        read and written in place. Emulation is not hardware: see ptx.amdgpu_emulator."""
+        return self.launch_raw(grid, block, self.pack_params(list(args)), shared_bytes)
+
+    def launch_raw(self, grid, block, params, shared_bytes=0):
+        """params: the packed explicit arguments (bytes, or the address of param_size bytes)."""
+        return self.module.emulated().launch_raw(self.name, grid, block, params, shared_bytes)
 
 
 class AmdgpuModule:
@@ -141,6 +162,12 @@ class AmdgpuModule:
             return self.kernels[name]
         except KeyError:
             raise KeyError(f"no kernel named {name!r} (have {sorted(self.kernels)})") from None
+
+    def emulated(self):
+        """This code object loaded into the emulator (ptx.amdgpu_emulator.EmulatedCodeObject): its
+        `.symbols[name]` are the (address, size) of the module's globals there."""
+        from ptx import amdgpu_emulator
+        return amdgpu_emulator.load(self.code_object)
 
 
 # ------------------------------------------------------------------ compile
@@ -286,6 +313,8 @@ def compile_amdgpu(text: str, target: str = "gfx1100", cache_dir=None, fma_contr
             name, k.params, k.param_size, k.static_shared_bytes, m.get(".group_segment_fixed_size", k.lds_bytes),
             m.get(".max_flat_workgroup_size", k.max_threads), m.get(".wavefront_size", tgt.wave),
             m.get(".kernarg_segment_size", k.param_size), m.get(".private_segment_fixed_size", 0),
-            m.get(".vgpr_count", 0), m.get(".sgpr_count", 0), k.maxntid, k.reqntid)
-    return AmdgpuModule(code, tgt, kernels, dict(air.globals), air.text, info.metadata,
-                        bool(cache and cache.hit))
+            m.get(".vgpr_count", 0), m.get(".sgpr_count", 0), k.maxntid, k.reqntid, list(k.param_types))
+    mod = AmdgpuModule(code, tgt, kernels, dict(air.globals), air.text, info.metadata, bool(cache and cache.hit))
+    for k in kernels.values():
+        k.module = mod
+    return mod
