@@ -15,7 +15,7 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ptx.amdgpu_targets import AmdgpuTarget, parse_target
+from ptx.amdgpu_targets import AmdgpuTarget, parse_target, with_features
 from ptx.errors import PTXUnsupportedError
 
 _compiler_version = None
@@ -291,6 +291,8 @@ def compile_amdgpu(text: str, target: str = "gfx1100", cache_dir=None, fma_contr
     from ptx.amdgpu_verify import read_code_object
 
     tgt = parse_target(target)
+    if os.environ.get("ZLUDA_AMDGPU_FEATURES"):             # e.g. "+cumode": added to every AMD compile
+        tgt = with_features(tgt, os.environ["ZLUDA_AMDGPU_FEATURES"], "ZLUDA_AMDGPU_FEATURES")
     air = pipeline.lower(text, lambda module: build_amdgpu_ir(module, tgt, datalayout(), fma_contract=fma_contract))
     if dump_dir:
         pipeline.dump(dump_dir, text, air.text, f"{tgt.cpu}.ll")

@@ -1,5 +1,5 @@
 """The AMD GPU targets the amdgcn code generator knows: LLVM cpu name, wave size, ELF machine byte,
-and how a ROCm `gcnArchName` ("gfx90a:sramecc+:xnack-") becomes a target."""
+and how a ROCm `gcnArchName` ("gfx90a:sramecc+:xnack-") or "gfx1100:cumode" becomes a target."""
 
 from __future__ import annotations
 
@@ -43,8 +43,44 @@ TARGETS = {cpu: AmdgpuTarget(cpu, fam, wave, mach) for cpu, fam, wave, mach in _
 PRIMARY = ("gfx1030", "gfx1100", "gfx1201", "gfx90a", "gfx942")
 
 
+# Target features a target string (or ZLUDA_AMDGPU_FEATURES) may turn on or off. cumode: workgroups run in
+# CU mode instead of WGP mode on RDNA (no per-CU L0 invalidate after barriers: what some ROCm setups and
+# the emulator need); the code runs on any RDNA GPU either way.
+FEATURES = ("sramecc", "xnack", "cumode")
+RDNA_ONLY = ("cumode",)
+
+
+def _feature(flag, spec):
+    """'sramecc+' / 'xnack-' (gcnArchName), '+cumode' / '-cumode' (LLVM), 'cumode' (on) -> (name, '+'|'-')."""
+    name, sign = flag, "+"
+    if flag[:1] in "+-":
+        name, sign = flag[1:], flag[0]
+    elif flag[-1:] in "+-":
+        name, sign = flag[:-1], flag[-1]
+    if name not in FEATURES:
+        raise PTXUnsupportedError(f"unknown target feature {flag!r} in {spec!r} (known: {', '.join(FEATURES)})")
+    return name, sign
+
+
+def with_features(tgt: AmdgpuTarget, flags, spec=None) -> AmdgpuTarget:
+    """tgt with the features `flags` (an iterable, or a string split at ',' and ':') added; a feature
+    given twice with different signs is an error."""
+    if isinstance(flags, str):
+        flags = [f for f in flags.replace(":", ",").split(",") if f.strip()]
+    have = dict(_feature(f, f) for f in tgt.features.split(",") if f)
+    for fl in flags:
+        name, sign = _feature(fl.strip(), spec or fl)
+        if have.get(name, sign) != sign:
+            raise PTXUnsupportedError(f"target feature {name} asked both on and off ({spec or fl})")
+        if name in RDNA_ONLY and not tgt.family.startswith("RDNA"):
+            raise PTXUnsupportedError(f"{name} applies to RDNA GPUs (WGP mode), not {tgt.cpu} ({tgt.family})")
+        have[name] = sign
+    feats = ",".join(f"{sign}{name}" for name, sign in have.items())
+    return AmdgpuTarget(tgt.cpu, tgt.family, tgt.wave, tgt.mach, feats)
+
+
 def parse_target(spec: str) -> AmdgpuTarget:
-    """'gfx1100', 'amdgcn:gfx1100' or a gcnArchName like 'gfx90a:sramecc+:xnack-'."""
+    """'gfx1100', 'amdgcn:gfx1100', 'gfx1100:cumode' or a gcnArchName like 'gfx90a:sramecc+:xnack-'."""
     s = spec.strip()
     if s.startswith("amdgcn:"):
         s = s[len("amdgcn:"):]
@@ -57,13 +93,7 @@ def parse_target(spec: str) -> AmdgpuTarget:
             raise PTXUnsupportedError(f"AMD GPU {cpu} (GCN / Polaris / Vega) is not supported: "
                                       "it lacks the instructions CUDA code needs (see the README, section AMD GPUs)")
         raise PTXUnsupportedError(f"unknown AMD GPU target {spec!r} (known: {', '.join(TARGETS)})")
-    feats = []
-    for fl in flags:
-        if fl.endswith(("+", "-")) and fl[:-1] in ("sramecc", "xnack"):
-            feats.append(f"{fl[-1]}{fl[:-1]}")
-        elif fl:
-            raise PTXUnsupportedError(f"unknown target feature {fl!r} in {spec!r}")
-    return AmdgpuTarget(base.cpu, base.family, base.wave, base.mach, ",".join(feats))
+    return with_features(base, [fl for fl in flags if fl], spec)
 
 
 def is_amdgpu_target(spec: str) -> bool:
