@@ -4,6 +4,8 @@ compiler, or on a real GPU through libcuda when PTXKIT_BACKEND=cuda), and checks
 Running the same tests against NVIDIA hardware is how the references were validated:
     PTXKIT_BACKEND=cuda python3 -m pytest tests/ptx/test_instr_*.py     (PTXKIT_ERRLOG=f logs .approx errors)
 PTXKIT_BACKEND=null runs nothing (every test must then fail by assertion: a check of the references' code).
+PTXKIT_BACKEND=gfx1100 (or gfx1100:cumode, gfx950) runs each kernel on the AMD code object in the emulator
+(ZLUDA_AMDGPU_EMULATOR) and on the CPU backend, and compares the two (ptxkit_amd.py; not hardware).
 Inputs are fresh random each run; a failing test prints PTXKIT_SEED=..., which reproduces it.
 """
 
@@ -258,6 +260,9 @@ def compile_text(text):
             mod = _cuda().compile(text)
         elif BACKEND == "null":  # runs nothing: exercises the references and checks (all must fail)
             mod = _NullModule()
+        elif BACKEND.startswith("gfx"):
+            import ptxkit_amd
+            mod = ptxkit_amd.EmulatedModule(text, BACKEND)
         else:
             import ptx
             mod = ptx.compile(text, target="host")
