@@ -1,6 +1,7 @@
 """Warp-collective instructions, bit-exact over 32-lane warps: shfl.sync in all four modes with the clamp /
 segment operand c and the predicate output, full and partial member masks; vote.sync all/any/uni/ballot;
-activemask; match.any/all (b32, b64); redux.sync; bar.warp.sync; a block size that leaves a partial warp.
+activemask; match.any/all (b32, b64); redux.sync (and full warps where lane 31 decides both); bar.warp.sync;
+a block size that leaves a partial warp.
 References checked on an NVIDIA H200 (driver 580, PTX JIT for sm_86), 2026-11-29: every test here passed
 with PTXKIT_BACKEND=cuda (see ptxkit.py); the corrections that hardware forced are noted where they apply.
 Written after the hardware runs, so not run there: test_warp_reduction_loops and test_warps_of_a_2d_block.
@@ -283,6 +284,76 @@ def test_redux(key, rng):
             i = w * 32 + lane
             expect = want if (mask >> lane) & 1 else 0
             assert int(got[i]) == int(K.wrap([expect], tn)[0]), (key, w, lane, int(got[i]), expect)
+
+
+def _lane31_warps(rng, tn, lane31):
+    """WARPS full warps of random values where lane 31's value is chosen by lane31(warp values, w)."""
+    a = K.rand_ints(rng, tn, N).reshape(WARPS, 32)
+    for w in range(WARPS):
+        a[w, 31] = lane31(a[w], w)
+    return a.reshape(-1)
+
+
+@pytest.mark.parametrize("tn", ["b32", "b64"])
+def test_match_lane31_decides(tn, rng):
+    """Full warps (mask 0xffffffff) whose answer turns on lane 31: all lanes equal (every bit set); all but
+    lane 31 equal (bit 31 alone, and match.all fails); lane 31 equal to lane 0 only. A collective that
+    leaves the last lane out gets each of them wrong (the amdgcn lane loop once did)."""
+    e = np.full(N, 0xFFFFFFFF, np.uint32)
+    dt = K.TYPES[tn].np
+    base = K.rand_ints(rng, tn, WARPS)
+    a = np.repeat(base, 32).reshape(WARPS, 32)
+    a[1::3, 31] ^= dt.type(1 << 40 if tn == "b64" else 1 << 30)      # only lane 31 differs
+    a[2::3, 1:31] = np.arange(1, 31, dtype=dt)[None, :] + a[2::3, :1]  # lanes 1..30 distinct, 31 == lane 0
+    a[2::3, 31] = a[2::3, 0]
+    a = a.reshape(-1)
+    (anym,) = K.run_elementwise(KS, f"match_any_{tn}", [a, e], ["b32"], rng, block=BLOCK)
+    allm, allp = K.run_elementwise(KS, f"match_all_{tn}", [a, e], ["b32", "pred"], rng, block=BLOCK)
+    for w in range(WARPS):
+        vals = [int(a[w * 32 + i]) for i in range(32)]
+        same = len(set(vals)) == 1
+        for lane in range(32):
+            i = w * 32 + lane
+            want = sum(1 << j for j in range(32) if vals[j] == vals[lane])
+            assert anym[i] == want, (w, lane, hex(int(anym[i])), hex(want))
+            assert (allm[i], allp[i]) == ((0xFFFFFFFF, 1) if same else (0, 0)), (w, lane, hex(int(allm[i])))
+
+
+LANE31_REDUX = {   # lane 31's value, given the other lanes': it alone decides the result
+    "add": lambda v, w: 0x7FFF0000 + w, "min_u32": lambda v, w: 0, "max_u32": lambda v, w: 0xFFFFFFFF,
+    "min_s32": lambda v, w: -0x80000000, "max_s32": lambda v, w: 0x7FFFFFFF,
+    "and": lambda v, w: ~(1 << (w % 32)) & 0xFFFFFFFF, "or": lambda v, w: 1 << (w % 32), "xor": lambda v, w: w,
+}
+
+
+@pytest.mark.parametrize("key", sorted(LANE31_REDUX))
+def test_redux_lane31_decides(key, rng):
+    """redux.sync over full warps where lane 31 holds the extreme (min/max), the only clear or set bit
+    (and/or), or a value that changes the sum and xor."""
+    tn, f = REDUX[key]
+    e = np.full(N, 0xFFFFFFFF, np.uint32)
+    a = _lane31_warps(rng, tn, LANE31_REDUX[key])
+    if key in ("and", "or"):                 # every other lane all-ones (and) / zero (or) except one bit
+        fill = 0xFFFFFFFF if key == "and" else 0
+        a = a.reshape(WARPS, 32)
+        a[:, :31] = fill
+        a = a.reshape(-1)
+    if key in ("min_u32", "max_u32", "min_s32", "max_s32"):   # no other lane reaches lane 31's value
+        a = a.reshape(WARPS, 32)
+        a[:, :31] = np.clip(a[:, :31], K.TYPES[tn].np.type(-0x7FFFFFFF if tn == "s32" else 1),
+                            K.TYPES[tn].np.type(0x7FFFFFFE if tn == "s32" else 0xFFFFFFFE))
+        a = a.reshape(-1)
+    (got,) = K.run_elementwise(KS, f"redux_{key}", [a, e], [tn], rng, block=BLOCK)
+    for w in range(WARPS):
+        vals = [int(v) for v in a[w * 32:(w + 1) * 32]]
+        if f is None:
+            want = vals[0]
+            for v in vals[1:]:
+                want = want & v if key == "and" else want | v if key == "or" else want ^ v
+        else:
+            want = f(vals)
+        assert all(int(g) == int(K.wrap([want], tn)[0]) for g in got[w * 32:(w + 1) * 32]), \
+            (key, w, [int(g) for g in got[w * 32:(w + 1) * 32]][:4], want)
 
 
 # ---------------------------------------------------------------- bar.warp.sync
