@@ -1,15 +1,12 @@
-"""`ptx.compile(text, target="host")`: PTX -> LLVM IR -> host machine code (llvmlite MCJIT), with an
-on-disk object cache, and HostModule/HostKernel to inspect and launch the kernels."""
+"""`ptx.compile(text, target="host")`: PTX -> LLVM IR -> a shared object loaded with dlopen, with an
+on-disk kernel cache, and HostModule/HostKernel to inspect, launch and close the kernels."""
 
 from __future__ import annotations
 
 import ctypes
 import functools
 import hashlib
-import itertools
-import os
 import struct
-import tempfile
 import threading
 from pathlib import Path
 
@@ -33,7 +30,6 @@ COMPILER_VERSION = _compiler_version()
 _llvm_lock = threading.RLock()
 _llvm_ready = False
 _target_machine = None
-_engines = []           # keep every JIT engine (and the code it owns) alive for the process
 
 
 def _init_llvm():
@@ -48,40 +44,6 @@ def _init_llvm():
     host_target.register_runtime()
     _target_machine = host_target.machine("")[0]     # for _optimize callers that pass none
     _llvm_ready = True
-
-
-# ------------------------------------------------------------------ object cache
-
-class _ObjectCache:
-    """Disk cache of the JIT's object file: `<dir>/<key>.o` holding sha256(data) + data."""
-
-    def __init__(self, cache_dir: str, key: str):
-        self.path = Path(cache_dir) / f"{key}.o"
-        self.hit = False
-
-    def load(self):
-        try:
-            blob = self.path.read_bytes()
-        except OSError:
-            return None
-        digest, data = blob[:32], blob[32:]
-        if hashlib.sha256(data).digest() != digest:
-            return None                      # corrupt: rebuilt and rewritten below
-        self.hit = True
-        return data
-
-    def store(self, data: bytes):
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".tmp-")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(hashlib.sha256(data).digest() + data)
-            os.replace(tmp, self.path)
-        except OSError:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
 
 
 # ------------------------------------------------------------------ kernels
@@ -142,6 +104,8 @@ class HostKernel:
 
     def launch_raw(self, grid, block, params, shared_bytes=0, cooperative=False):
         from ptx import runtime
+        if not self.address:
+            raise ValueError(f"{self.name}: its module was closed")
         g, b = _dims(grid), _dims(block)
         if any(x <= 0 for x in g + b):
             raise ValueError(f"invalid launch dimensions grid={g} block={b}")
@@ -214,12 +178,15 @@ def _dims(d):
 
 
 class HostModule:
-    def __init__(self, kernels, globals_, ir_text, engine, cache_hit):
+    def __init__(self, kernels, globals_, ir_text, code, cache_hit, resources=None, memcheck=False):
         self.kernels = kernels
         self.globals = globals_
-        self.ir = ir_text
-        self._engine = engine
+        self.ir = ir_text           # the LLVM IR ("" on a cache hit: nothing was lowered)
+        self.resources = resources or {}    # kernel name -> what ptx.resources estimates, as attributes
         self.cache_hit = cache_hit
+        self._code = code
+        self._fallback = None
+        self._memcheck = memcheck
 
     def kernel(self, name) -> HostKernel:
         try:
@@ -227,8 +194,28 @@ class HostModule:
         except KeyError:
             raise KeyError(f"no kernel named {name!r} (have {sorted(self.kernels)})") from None
 
+    def close(self) -> None:
+        """Unmap the code and its data; the caller knows no launch may still run it."""
+        if self._code is None:
+            return
+        if self._fallback is not None:
+            self._fallback.close()
+        if self._memcheck:
+            from ptx import runtime
+            for addr, size in self.globals.values():
+                if size:
+                    runtime.library().ptx_rt_memcheck_remove(ctypes.c_uint64(addr), ctypes.c_uint64(size))
+        code, self._code = self._code, None
+        code.close()
+        for k in self.kernels.values():
+            k.address = 0
+        self.kernels, self.globals, self._fallback = {}, {}, None
+
 
 # ------------------------------------------------------------------ compile
+
+_FORMAT = "so-1"        # what a cache entry holds: a shared object and host_meta's metadata
+
 
 def _optimize(llmod, opt_level, tm=None):
     import llvmlite.binding as llvm
@@ -241,71 +228,78 @@ def _optimize(llmod, opt_level, tm=None):
 
 
 def emit_object(llmod, opt_level, tm):
-    """The optimized module's object code for tm: what MCJIT loads, the disk cache keeps, and
-    host_target.check_object reads."""
+    """The optimized module's object code for tm: what host_loader links, and host_target.check_object
+    reads."""
     _optimize(llmod, opt_level, tm)
     return tm.emit_object(llmod)
 
 
-def _load_object(llmod, obj, tm):
-    """An MCJIT engine running `obj` (llmod's code): it takes the object from its object cache rather
-    than compiling the module a second time, so what was checked is what runs."""
-    import llvmlite.binding as llvm
-    engine = llvm.create_mcjit_compiler(llmod, tm)
-    engine.set_object_cache(None, lambda mod: obj)
-    engine.finalize_object()
-    _engines.append(engine)
-    return engine
+def load_object(obj: bytes, what="kernel code", directory=None):
+    """A loaded copy (host_loader.LoadedCode) of a checked object, linked into a shared object."""
+    from ptx import host_loader, host_target
+    host_target.check_object(obj, what)
+    return host_loader.LoadedCode(host_loader.link(obj, what), directory)
+
+
+def cache_key(text, fma_contract=False, opt_level=3, cpu=None, memcheck=False) -> str:
+    """What names a module's cache entry: its text and everything that changes its code, known without
+    parsing it."""
+    from ptx import host_target
+    with _llvm_lock:
+        tm_key = host_target.machine(cpu)[1]
+    parts = [text, COMPILER_VERSION, str(fma_contract), str(opt_level), tm_key, _FORMAT]
+    return hashlib.sha256("\0".join(parts + (["memcheck"] if memcheck else [])).encode()).hexdigest()
 
 
 def compile_host(text: str, cache_dir=None, fma_contract=False, opt_level=3, dump_dir=None, cpu=None,
-                 memcheck=False, **_):
+                 memcheck=False, cache_max_mb=None, **_):
     """cpu: the LLVM CPU name to build for (None: ZLUDA_CPU_TARGET; "" or unset: this machine's).
-    memcheck: check every access against the runtime's range table (ptx/codegen/memcheck.py)."""
-    from ptx import host_target, pipeline
-    from ptx.codegen.host_module import build_host_ir
-    import llvmlite.binding as llvm
+    memcheck: check every access against the runtime's range table (ptx/codegen/memcheck.py).
+    A cache hit (cache_dir) loads the stored shared object and metadata: nothing is parsed or compiled;
+    dump_dir asks for the IR, so it always compiles."""
+    from ptx import host_meta
+    from ptx.host_cache import KernelCache
+    cache = key = None
+    if cache_dir:
+        key = cache_key(text, fma_contract, opt_level, cpu, memcheck)
+        cache = KernelCache(cache_dir, None if cache_max_mb is None else cache_max_mb * (1 << 20))
+        got = None if dump_dir else cache.load(key)
+        if got is not None:
+            meta, so = got
+            try:
+                return _instantiate(meta, so, True, opt_level, cpu, memcheck, cache, key)
+            except (PTXError, KeyError, TypeError, ValueError):
+                pass                # an entry another build wrote differently: compiled again below
+    meta, so, ir_text = host_meta.build(text, fma_contract, opt_level, dump_dir, cpu, memcheck)
+    if cache is not None:
+        cache.store(key, meta, so)
+    mod = _instantiate(meta, so, False, opt_level, cpu, memcheck, cache, key)
+    mod.ir = ir_text
+    return mod
 
-    hir = pipeline.lower(text, lambda module: build_host_ir(module, fma_contract=fma_contract,
-                                                            memcheck=memcheck))
-    if dump_dir:
-        pipeline.dump(dump_dir, text, hir.text)
-        if hir.fallback:
-            pipeline.dump(dump_dir, text, hir.fallback, ir_suffix="fallback.ll")
-    with _llvm_lock:
-        _init_llvm()
-        tm, tm_key = host_target.machine(cpu)
-        cache = None
-        if cache_dir:
-            key = hashlib.sha256("\0".join([text, COMPILER_VERSION, str(fma_contract), str(opt_level),
-                                            tm_key] + (["memcheck"] if memcheck else [])).encode()).hexdigest()
-            cache = _ObjectCache(cache_dir, key)
-        try:
-            llmod = llvm.parse_assembly(hir.text)
-            llmod.verify()
-        except RuntimeError as e:
-            raise PTXError(f"internal code generation error: {e}") from e
-        obj = cache.load() if cache else None
-        fresh = obj is None
-        if fresh:
-            obj = emit_object(llmod, opt_level, tm)
-        host_target.check_object(obj)       # a cached object too: the set of symbols may have changed
-        if fresh and cache is not None:
-            cache.store(obj)
-        engine = _load_object(llmod, obj, tm)
+
+def _instantiate(meta, so, hit, opt_level, cpu, memcheck, cache, key) -> HostModule:
+    """A module running a copy of `so`, described by `meta` (host_meta.build)."""
+    from ptx import host_loader, host_meta
+    from ptx import host_target
+    host_target.check_names(meta["undefined"])     # a hit too: the set of symbols may have changed
+    code = host_loader.LoadedCode(so, cache.dir if cache is not None else None)
+    try:
         kernels = {}
-        for name, info in hir.kernels.items():
-            addr = engine.get_function_address(info.symbol)
-            kernels[name] = HostKernel(None, info, addr)
-        globals_ = {}
-        for name, (gname, size) in hir.globals.items():
-            globals_[name] = (engine.get_global_value_address(gname), size)
-        _apply_relocations(engine, hir, globals_)
-        if memcheck:
-            _memcheck_globals(globals_)
-        fallback = _LazyFallback(hir, engine, globals_, opt_level, tm) if hir.fallback else None
-    mod = HostModule(kernels, globals_, hir.text, engine, bool(cache and cache.hit))
-    mod._fallback = fallback
+        for name, info in meta["kernels"].items():
+            info = host_meta.kernel_info(info)
+            kernels[name] = HostKernel(None, info, code.address(info.symbol))
+        globals_ = {name: (code.address(gname), size) for name, (gname, size) in meta["globals"].items()}
+        _apply_relocations(code, meta, globals_)
+    except BaseException:
+        code.close()
+        raise
+    if memcheck:
+        _memcheck_globals(globals_)
+    mod = HostModule(kernels, globals_, "", code, hit, host_meta.resources(meta), memcheck)
+    if meta["fallback"]:
+        fb_key = key and key + "-fallback"
+        mod._fallback = _LazyFallback(meta, code, opt_level, cpu, cache, fb_key)
     for k in kernels.values():
         k.module = mod
     return mod
@@ -313,7 +307,7 @@ def compile_host(text: str, cache_dir=None, fma_contract=False, opt_level=3, dum
 
 def _memcheck_globals(globals_):
     """A checked kernel may reach its module's variables through any pointer: they join the range table
-    (for the process: the code, and so the variables, stay mapped after an unload)."""
+    (until the module is closed)."""
     from ptx import runtime
     lib = runtime.library()
     lib.ptx_rt_memcheck_enable(1)
@@ -325,36 +319,34 @@ def _memcheck_globals(globals_):
 _FALLBACK_FN = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_void_p,
                                 ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint64)
 _TRAP = 1               # PTXRT_TRAP
-_fallback_ids = itertools.count()
 
 
 class _LazyFallback:
     """The region kernels' general-scheduler fallbacks (HostIR.fallback), compiled the first time a
     block needs one (threads disagreeing at a barrier): until then each kernel's slot holds a Python
     callback that compiles them, points every slot at its compiled entry and runs it. Most kernels
-    never need it, and it is about half of their compile time."""
+    never need it, and it is about half of their compile time. Its shared object binds to the main
+    module's copy (its globals) and is cached beside it."""
 
-    def __init__(self, hir, engine, globals_, opt_level, tm):
-        import llvmlite.binding as llvm
-        from ptx import host_target
-        from ptx.codegen.host_module import FALLBACK_GLOBAL
+    def __init__(self, meta, code, opt_level, cpu, cache, key):
+        from ptx import host_loader, host_target
         # resolved here: the first call runs on a runtime worker, maybe while the launching thread
         # holds an import lock
-        self.llvm, self.global_prefix, self.target = llvm, FALLBACK_GLOBAL, host_target
-        self.text = hir.fallback
-        self.opt_level = opt_level
-        self.tm = tm
-        self.globals = {hir.globals[name][0]: addr for name, (addr, _) in globals_.items()}
+        self.loader, self.target = host_loader, host_target
+        self.text = meta["fallback"]
+        self.opt_level, self.cpu, self.cache, self.key = opt_level, cpu, cache, key
+        self.main = code
+        self.main_names = {gname for gname, _ in meta["globals"].values()}     # bound to its copy
+        self.code = None
         self.entries = None
         self.error = None
         self.slots, self.thunks = {}, {}
-        for name, info in hir.kernels.items():
-            if info.fallback_slot:
-                slot = engine.get_global_value_address(info.fallback_slot)
+        for name, info in meta["kernels"].items():
+            if info.get("fallback_slot"):
+                slot = code.address(info["fallback_slot"])
                 thunk = _FALLBACK_FN(functools.partial(self._first_call, name))
                 self.slots[name], self.thunks[name] = slot, thunk
                 ctypes.c_void_p.from_address(slot).value = ctypes.cast(thunk, ctypes.c_void_p).value
-        _engines.append(self)       # the callbacks live as long as the code that may call them
 
     def _first_call(self, name, L, b, W, scratch, soa, n):
         # runs on a runtime worker, inside a launch: never raise into ctypes
@@ -365,37 +357,55 @@ class _LazyFallback:
             return _TRAP
         return entry(L, b, W, scratch, soa, n)
 
+    def _build(self):
+        import llvmlite.binding as llvm
+        _init_llvm()
+        tm = self.target.machine(self.cpu)[0]
+        llmod = llvm.parse_assembly(self.text)
+        llmod.verify()
+        obj = emit_object(llmod, self.opt_level, tm)
+        what = "the barrier fallback's code"
+        undefined = sorted(self.target.undefined_symbols(obj) - self.main_names)
+        self.target.check_names(undefined, what)
+        return self.loader.link(obj, what, needs_main=True), undefined
+
     def compile(self):
-        llvm, generic = self.llvm, self.global_prefix
         with _llvm_lock:
             if self.entries is not None:
                 return self.entries
             if self.error is not None:
                 raise self.error
-            # the main module's globals under names of this module's own (other modules have an "x")
-            prefix = f"{generic[:-1]}{next(_fallback_ids)}."
-            for gname, addr in self.globals.items():
-                self.target.register(prefix + gname[2:], addr)
-            llmod = llvm.parse_assembly(self.text.replace('@"' + generic, '@"' + prefix))
-            llmod.verify()
-            obj = emit_object(llmod, self.opt_level, self.tm)
-            self.target.check_object(obj, "the barrier fallback's code")
-            engine = _load_object(llmod, obj, self.tm)
+            if self.main.handle is None:
+                raise PTXError("the module was unloaded")
+            got = self.cache.load(self.key) if self.cache is not None else None
+            if got is not None:
+                self.target.check_names(got[0]["undefined"], "the barrier fallback's code")
+                so = got[1]
+            else:
+                so, undefined = self._build()
+                if self.cache is not None:
+                    self.cache.store(self.key, {"undefined": undefined}, so)
+            self.code = self.loader.LoadedCode(so, self.cache.dir if self.cache else None, main=self.main)
             entries = {}
             for name, slot in self.slots.items():
-                addr = engine.get_function_address(f"fb.{name}")
+                addr = self.code.address(f"fb.{name}")
                 entries[name] = _FALLBACK_FN(addr)
                 ctypes.c_void_p.from_address(slot).value = addr
             self.entries = entries
             return entries
 
+    def close(self):
+        if self.code is not None:
+            self.code.close()
 
-def _apply_relocations(engine, hir, globals_):
-    for gname, off, size, mask, sym, addend in hir.relocations:
+
+def _apply_relocations(code, meta, globals_):
+    functions = meta["functions"]
+    for gname, off, size, mask, sym, addend in meta["relocations"]:
         if sym in globals_:
             target = globals_[sym][0]
-        elif sym in hir.functions:
-            holder = engine.get_global_value_address(hir.functions[sym])
+        elif sym in functions:
+            holder = code.address(functions[sym])
             target = ctypes.c_uint64.from_address(holder).value if holder else 0
         else:
             raise PTXUnsupportedError(f"initialiser of {gname} refers to {sym}, which has no address")

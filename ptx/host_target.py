@@ -1,5 +1,5 @@
 """What the host JIT builds kernel code for and what that code may call: the target machine (this CPU, or
-the one ZLUDA_CPU_TARGET names), the closed set of symbols registered with MCJIT, and the check that an
+the one ZLUDA_CPU_TARGET names), the closed set of symbols kernel code may call, and the check that an
 object needs nothing outside it."""
 
 from __future__ import annotations
@@ -18,36 +18,49 @@ _HOST_NAMES = ("", "host", "native")
 # name (i686, pentium4), and every x86-64 CPU has these anyway.
 _X86_64_BASELINE = "+64bit,+cmov,+cx8,+fxsr,+mmx,+sse,+sse2"
 
-_registered: set = set()
+_registered = None         # the names kernel code may call (filled from the runtime on first use)
 _machines: dict = {}       # CPU name ("" = the host) -> (TargetMachine, cache key) or the PTXError
+# function_emitter's MEMBASE_SYMBOL and LOCALS_BASE_FN: named here so that a cache hit, which checks
+# a stored module's names, imports no code generator
+_RUNTIME_DATA = ("ptx_rt_membase", "ptx_rt_locals_base")
 
 
 # ------------------------------------------------------------------ the symbols
 
+def _names() -> set:
+    global _registered
+    if _registered is None:
+        _registered = set(runtime_symbols())
+    return _registered
+
+
 def register(name: str, address: int) -> None:
-    """Give MCJIT `address` for `name`; only registered names pass check_object."""
+    """Make `name` known (at `address`) to MCJIT too; only registered names pass check_object."""
     import llvmlite.binding as llvm
     if not address:
         raise PTXError(f"internal error: {name} has no address to register")
     llvm.add_symbol(name, address)
-    _registered.add(name)
+    _names().add(name)
 
 
 def registered() -> frozenset:
-    return frozenset(_registered)
+    return frozenset(_names())
 
 
-def register_runtime() -> None:
-    """Everything the code generator or LLVM may make kernel code call: the runtime's callbacks and
-    globals, the warp scheduler's helpers, and libcalls.c's table (libm and compiler builtins)."""
+def runtime_symbols() -> dict:
+    """Everything the code generator or LLVM may make kernel code call, by name: the runtime's callbacks
+    and globals, the warp scheduler's helpers, and libcalls.c's table (libm and compiler builtins)."""
     from ptx import runtime
-    from ptx.codegen.function_emitter import LOCALS_BASE_FN, MEMBASE_SYMBOL
     from ptx.codegen.native_helpers import helper_symbols
     lib = runtime.library()
     symbols = {**runtime.symbols(), **runtime.libcalls(), **helper_symbols()}
-    symbols[MEMBASE_SYMBOL] = ctypes.addressof(ctypes.c_void_p.in_dll(lib, MEMBASE_SYMBOL))
-    symbols[LOCALS_BASE_FN] = ctypes.cast(getattr(lib, LOCALS_BASE_FN), ctypes.c_void_p).value
-    for name, address in symbols.items():
+    for name in _RUNTIME_DATA:
+        symbols[name] = ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
+    return symbols
+
+
+def register_runtime() -> None:
+    for name, address in runtime_symbols().items():
         register(name, address)
 
 
@@ -77,9 +90,47 @@ def undefined_symbols(obj: bytes) -> set:
     return names
 
 
+def rename_undefined(obj: bytes, names: dict) -> bytes:
+    """`obj` with its undefined references to names' keys made to their values: a new symbol string
+    table appended at the end, the old one left in place (section names may share it)."""
+    e = "<" if obj[5] == 1 else ">"
+    out = bytearray(obj)
+    shoff, = struct.unpack_from(e + "Q", obj, 0x28)
+    shentsize, shnum = struct.unpack_from(e + "HH", obj, 0x3A)
+    if shnum == 0 and shoff:
+        shnum, = struct.unpack_from(e + "Q", obj, shoff + 0x20)
+    for i in range(shnum):
+        hdr = shoff + i * shentsize
+        _, typ, _, _, off, size, link, _, _, entsize = struct.unpack_from(e + "IIQQQQIIQQ", obj, hdr)
+        if typ != 2 or not entsize:     # SHT_SYMTAB
+            continue
+        str_hdr = shoff + link * shentsize
+        str_off, str_size = struct.unpack_from(e + "QQ", obj, str_hdr + 0x18)
+        table = bytearray(obj[str_off:str_off + str_size])
+        changed = False
+        for at in range(off, off + size, entsize):
+            st_name, _, _, shndx = struct.unpack_from(e + "IBBH", obj, at)
+            if shndx or not st_name:
+                continue
+            end = obj.index(b"\0", str_off + st_name)
+            new = names.get(obj[str_off + st_name:end].decode())
+            if new is not None:
+                struct.pack_into(e + "I", out, at, len(table))
+                table += new.encode() + b"\0"
+                changed = True
+        if changed:
+            struct.pack_into(e + "QQ", out, str_hdr + 0x18, len(out), len(table))
+            out += table
+    return bytes(out)
+
+
 def check_object(obj: bytes, what: str = "kernel code") -> None:
-    """Refuse an object that needs a symbol nobody registered: MCJIT would leave the call at address 0."""
-    missing = sorted(undefined_symbols(obj) - _registered)
+    """Refuse an object that needs a symbol nobody registered: it would fail to load, or call address 0."""
+    check_names(undefined_symbols(obj), what)
+
+
+def check_names(names, what: str = "kernel code") -> None:
+    missing = sorted(set(names) - _names())
     if missing:
         names = missing[0] if len(missing) == 1 else ", ".join(missing[:-1]) + " and " + missing[-1]
         raise PTXUnsupportedError(f"{what} needs {names}, which the CPU runtime does not provide")
@@ -115,19 +166,21 @@ def _create(name):
     target = llvm.Target.from_default_triple()
     if not name:
         cpu, features = llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
-        tm = target.create_target_machine(cpu=cpu, features=features, opt=3, codemodel="jitdefault")
+        tm = target.create_target_machine(cpu=cpu, features=features, opt=3, reloc="pic",
+                                          codemodel="default")
     else:
         cpu, features = name, _X86_64_BASELINE if target.triple.startswith("x86_64") else ""
         # LLVM only says so on stderr, then goes on with a generic CPU (or aborts in code generation)
         tm, said = _stderr_of(lambda: target.create_target_machine(cpu=cpu, features=features, opt=3,
-                                                                   codemodel="jitdefault"))
+                                                                   reloc="pic", codemodel="default"))
         if "not a recognized processor" in said:
             raise PTXUnsupportedError(
                 f"{CPU_ENV}={name!r}: LLVM {'.'.join(map(str, llvm.llvm_version_info))} knows no such CPU "
                 f"for {target.triple} (e.g. x86-64-v2, x86-64-v3, znver3; empty for this machine's CPU)")
         if said:
             os.write(2, said.encode())
-    return tm, f"{cpu}|{features}|{llvm.llvm_version_info}"
+    # position-independent code: it is linked into a shared object and loaded with dlopen (host_loader)
+    return tm, f"{cpu}|{features}|{llvm.llvm_version_info}|pic"
 
 
 def _stderr_of(fn):

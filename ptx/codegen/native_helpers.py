@@ -24,5 +24,6 @@ def helper_symbols() -> dict:
     global _lib
     with _lock:
         if _lib is None:
-            _lib = ctypes.CDLL(str(_build()))
+            # RTLD_GLOBAL: kernel shared objects (ptx/host_loader.py) bind to these names when dlopened
+            _lib = ctypes.CDLL(str(_build()), mode=ctypes.RTLD_GLOBAL)
     return {n: ctypes.cast(getattr(_lib, n), ctypes.c_void_p).value for n in EXPORTS}

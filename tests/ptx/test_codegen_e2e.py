@@ -176,7 +176,9 @@ def test_object_cache_hit_gives_same_code(ptx_text, tmp_path, rng):
     m2.kernel("vecAdd").launch(4, 256, [a, b, c, n])
     np.testing.assert_array_equal(c, a + b)
     # a corrupt entry is detected and rebuilt
-    for p in tmp_path.glob("*.o"):
+    entries = list(tmp_path.glob("*.zk"))
+    assert len(entries) == 1
+    for p in entries:
         p.write_bytes(p.read_bytes()[:100])
     m3 = ptx.compile(ptx_text, cache_dir=str(tmp_path))
     assert not m3.cache_hit

@@ -80,7 +80,7 @@ def test_fallback_built_only_when_a_block_needs_it():
     assert fb.entries is None
     check(k, 64, 64, 10, 9)                      # every block diverges: 64 first uses, 2 workers
     assert fb.entries is not None and fb.error is None
-    slot = k.module._engine.get_global_value_address("fbp.lazy")
+    slot = k.module._code.address("fbp.lazy")
     assert ctypes.c_void_p.from_address(slot).value == ctypes.cast(fb.entries["lazy"], ctypes.c_void_p).value
     check(k, 7, 96, 0, 11)
 

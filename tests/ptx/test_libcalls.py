@@ -52,10 +52,9 @@ done:
         obj = tm.emit_object(mod)
         if libcall:
             assert libcall in host_target.undefined_symbols(obj), f"LLVM inlined {libcall} here"
-        host_target.check_object(obj)
-        engine = host._load_object(mod, obj, tm)
+        code = host.load_object(obj)
         fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint64)(
-            engine.get_function_address("k"))
+            code.address("k"))
     arrays = [np.ascontiguousarray(a) for a in inputs] + [np.zeros(1, np.uint8)]
     shape = (n, 2) if out_type == "i128" else (n,)
     dtype = {"i16": np.uint16, "half": np.uint16, "bfloat": np.uint16, "i32": np.uint32, "float": np.uint32,

@@ -1,0 +1,72 @@
+"""A module's first compile (front end, LLVM, the system linker) and the metadata stored beside its shared
+object, from which a cache hit rebuilds everything the driver reads without parsing the PTX."""
+
+from __future__ import annotations
+
+import dataclasses
+from types import SimpleNamespace
+
+
+def build(text, fma_contract, opt_level, dump_dir, cpu, memcheck):
+    """(metadata, shared object, LLVM IR text) for PTX text."""
+    from ptx import host, host_loader, host_target, pipeline
+    from ptx.codegen.host_module import FALLBACK_GLOBAL, build_host_ir
+    from ptx.errors import PTXError
+    import llvmlite.binding as llvm
+
+    found = {}
+
+    def lower(module):
+        hir = build_host_ir(module, fma_contract=fma_contract, memcheck=memcheck)
+        found["resources"] = _estimate(module)
+        return hir
+    hir = pipeline.lower(text, lower)
+    if dump_dir:
+        pipeline.dump(dump_dir, text, hir.text)
+        if hir.fallback:
+            pipeline.dump(dump_dir, text, hir.fallback, ir_suffix="fallback.ll")
+    with host._llvm_lock:
+        host._init_llvm()
+        tm = host_target.machine(cpu)[0]
+        try:
+            llmod = llvm.parse_assembly(hir.text)
+            llmod.verify()
+        except RuntimeError as e:
+            raise PTXError(f"internal code generation error: {e}") from e
+        obj = host.emit_object(llmod, opt_level, tm)
+    host_target.check_object(obj)
+    so = host_loader.link(obj)
+    meta = {
+        "kernels": {name: dataclasses.asdict(info) for name, info in hir.kernels.items()},
+        "globals": hir.globals,
+        "relocations": hir.relocations,
+        "functions": hir.functions,
+        # the main module's globals by their own names: the loader binds them to the module's copy
+        "fallback": hir.fallback.replace('@"' + FALLBACK_GLOBAL, '@"g.'),
+        "resources": found["resources"],
+        "undefined": sorted(host_target.undefined_symbols(obj)),
+    }
+    return meta, so, hir.text
+
+
+def _estimate(module) -> dict:
+    """ptx.resources' figures per kernel as plain values; {} where it cannot tell (the driver then falls
+    back to the backend's own numbers, as for a module without PTX)."""
+    from ptx.resources import module_resources
+    try:
+        return {name: dataclasses.asdict(r) for name, r in module_resources(module).items()}
+    except Exception:  # noqa: BLE001 - an estimate never fails a compile
+        return {}
+
+
+def kernel_info(d: dict) -> SimpleNamespace:
+    """KernelInfo's fields from the metadata (JSON has lists where the code generator had tuples)."""
+    info = SimpleNamespace(**d)
+    info.params = [tuple(p) for p in info.params]
+    info.maxntid = tuple(info.maxntid) if info.maxntid else info.maxntid
+    info.reqntid = tuple(info.reqntid) if info.reqntid else info.reqntid
+    return info
+
+
+def resources(meta) -> dict:
+    return {name: SimpleNamespace(**r) for name, r in meta.get("resources", {}).items()}
