@@ -625,7 +625,7 @@ def test_kernel_cache_dump_and_corrupt_entry(shim_libdir, build, tmp_path):
 
     assert [ln.split(", ")[-1] for ln in run(ZLUDA_CACHE_DIR=str(cache), ZLUDA_DUMP_DIR=str(dump))] == ["compiled"]
     assert [ln.split(", ")[-1] for ln in run(ZLUDA_CACHE_DIR=str(cache))] == ["from the cache"]
-    entries = list(cache.iterdir())
+    entries = list(cache.glob("*.zk"))
     assert len(entries) == 1
     entries[0].write_bytes(os.urandom(200))
     assert [ln.split(", ")[-1] for ln in run(ZLUDA_CACHE_DIR=str(cache))] == ["compiled"]

@@ -8,6 +8,7 @@ For other driver modules:
     ctx.set_sticky_error(code, m)  after a kernel trap: every later call in the context returns `code`; a
                                    fault (700, 719, 710...) poisons every context of the process, as NVIDIA's
     ctx.on_teardown(fn)            fn(ctx) runs when the context is destroyed / reset / finally released
+    ctx.remove_teardown(fn)        the owner of fn went first
 """
 
 from __future__ import annotations
@@ -97,6 +98,12 @@ class Context:
     # --- for other driver areas ------------------------------------------------------------------------
     def on_teardown(self, fn) -> None:
         self._hooks.append(fn)
+
+    def remove_teardown(self, fn) -> None:
+        try:
+            self._hooks.remove(fn)
+        except ValueError:
+            pass
 
     def set_sticky_error(self, code: int, message: str = "") -> None:
         if not self.sticky_error:

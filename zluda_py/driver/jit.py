@@ -93,11 +93,16 @@ def check_static_shared(backend_module, ptx_text: str, limit: int, name: str) ->
     maximum, as ptxas does when the driver compiles it (218). The backend's figure covers the module's
     whole common area, so only a module over the limit there is measured kernel by kernel."""
     over = [n for n, f in backend_module.functions().items() if f.info.static_shared_bytes > limit]
-    if not over or not ptx_text:
+    if not over:
         return
-    import ptx
-    from ptx.resources import module_resources
-    res = module_resources(ptx.parse(ptx_text, check=False))
+    from zluda_py.driver.module import kept_resources
+    res = kept_resources(backend_module)
+    if res is None:
+        if not ptx_text:
+            return
+        import ptx
+        from ptx.resources import module_resources
+        res = module_resources(ptx.parse(ptx_text, check=False))
     for n in over:
         r = res.get(n)
         used = r.shared_bytes if r is not None else backend_module.functions()[n].info.static_shared_bytes

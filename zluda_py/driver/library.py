@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 
-from zluda_py import cmem, handles, log
+from zluda_py import cmem, handles
 from zluda_py.dispatch import export
 from zluda_py.driver import context as ctxmod
 from zluda_py.driver import init
@@ -39,8 +39,9 @@ class Library:
                 if bm is None:
                     bm = self._backend_modules[ctx.id] = modmod.compile_ptx(ctx.device, self.ptx, self.name)
                 m = modmod.Module(ctx, ctx.device, bm, self.name, library=self)
+                if ctx.id not in self._modules:
+                    ctx.on_teardown(self._forget)
                 self._modules[ctx.id] = m
-                ctx.on_teardown(lambda c, lib=self: lib._forget(c))
             return m
 
     def _forget(self, ctx) -> None:
@@ -50,10 +51,7 @@ class Library:
         if m is not None:
             m.unload()
         if bm is not None:
-            try:
-                bm.unload()
-            except Exception as e:  # noqa: BLE001 - teardown must finish
-                log.error(f"library {self.name}: unload failed: {e}")
+            modmod.release(ctx, bm, self.name)
 
     def any_backend_module(self):
         """The module of the current context, or of device 0's primary context when none is current
@@ -81,13 +79,13 @@ class Library:
                 m.unload()
             for k in self._kernels.values():
                 handles.remove(k.handle)
-            for bm in self._backend_modules.values():
-                try:
-                    bm.unload()
-                except Exception as e:  # noqa: BLE001 - unloading must finish
-                    log.error(f"library {self.name}: unload failed: {e}")
+            for ctx_id, bm in self._backend_modules.items():
+                ctx = self._modules[ctx_id].ctx
+                ctx.remove_teardown(self._forget)       # a long-lived context keeps no dead library
+                modmod.release(ctx, bm, self.name)
             self._modules.clear()
             self._backend_modules.clear()
+            self._kernels.clear()
         handles.remove(self.handle)
 
 

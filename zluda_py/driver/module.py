@@ -210,7 +210,10 @@ class Module:
             with self._fn_lock:
                 res = self._resources
                 if res is None:
-                    res = self._resources = _module_resources(self.ptx_text, self.name)
+                    res = kept_resources(self.backend_module)
+                    if res is None:
+                        res = _module_resources(self.ptx_text, self.name)
+                    self._resources = res
         return res.get(name)
 
     def global_symbol(self, name: str) -> tuple:
@@ -238,11 +241,56 @@ class Module:
         for f in self.functions.values():
             handles.remove(f.handle)
         handles.remove(self.handle)
+        self._resources = None
         if self.library is None:
-            try:
-                self.backend_module.unload()
-            except Exception as e:  # noqa: BLE001 - unloading must finish
-                log.error(f"module {self.name}: unload failed: {e}")
+            release(self.ctx, self.backend_module, self.name)
+        self.backend_module = _UNLOADED
+
+
+class _Unloaded:
+    """What an unloaded module's backend module is: its code may be gone, nothing may reach it."""
+
+    def functions(self) -> dict:
+        return {}
+
+    def global_symbol(self, name):
+        return None
+
+    def kernel_resources(self):
+        return {}
+
+
+_UNLOADED = _Unloaded()
+_retired: list = []         # (context, backend module, name) unloaded while the context had work queued
+_retired_lock = threading.Lock()
+
+
+def release(ctx, backend_module, name: str) -> None:
+    """Free a backend module's code and data once no stream of ctx may still run it: now when the
+    context is idle, else at a later load, unload or context teardown that finds it idle."""
+    with _retired_lock:
+        _retired.append((ctx, backend_module, name))
+    reap()
+
+
+def reap() -> None:
+    if not _retired:
+        return
+    with _retired_lock:
+        done = [r for r in _retired if r[0].idle()]
+        _retired[:] = [r for r in _retired if r not in done]
+    for _, bm, name in done:
+        try:
+            bm.unload()
+        except Exception as e:  # noqa: BLE001 - unloading must finish
+            log.error(f"module {name}: unload failed: {e}")
+
+
+def kept_resources(backend_module):
+    """name -> ptx.resources' estimates (num_regs, maxnreg, const_bytes, target_sm, shared_bytes) the
+    backend kept from the compile (a cache hit has no parsed module to estimate from), or None."""
+    kept = getattr(backend_module, "kernel_resources", None)
+    return kept() if kept is not None else None
 
 
 def _module_resources(text, name) -> dict:
@@ -275,7 +323,11 @@ def compile_ptx(device: int, ptx_text: str, name: str):
     t0 = time.perf_counter_ns()
     m = backend.module_load(device, ptx_text, name)
     limit = device_props(device).attributes.get(ATTR_DEV_MAX_SHARED_PER_BLOCK_OPTIN, 48 * 1024)
-    jit.check_static_shared(m, ptx_text, limit, name)
+    try:
+        jit.check_static_shared(m, ptx_text, limit, name)
+    except CudaError:
+        m.unload()          # nothing launched it
+        raise
     if profile.ON:
         hit = getattr(m, "cache_hit", None)
         if hit is None:     # the CPU backend's module wraps ptx.host's, which knows
@@ -351,10 +403,12 @@ def _unload_context_modules(ctx) -> None:
     for m in list(getattr(ctx, "modules", None) or ()):
         m.unload()
     ctx.modules = None
+    reap()          # the context was synchronized: what waited on its streams goes now
 
 
 def load_into_current(ptx_text: str, name: str, ctx=None, max_registers=None) -> Module:
     ctx = ctx or ctxmod.current_context()
+    reap()
     backend_module = compile_ptx(ctx.device, ptx_text, name)
     module = Module(ctx, ctx.device, backend_module, name, ptx_text=ptx_text, max_registers=max_registers)
     _track(ctx, module)

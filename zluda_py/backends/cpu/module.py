@@ -1,6 +1,6 @@
-"""Modules on the CPU backend: PTX compiled for the host by the `ptx` package, with its on-disk object cache
-(ZLUDA_CACHE_DIR, ZLUDA_JIT_CACHE=0 disables), IR dumps (ZLUDA_DUMP_DIR), FMA contraction (ZLUDA_FMA_OPT=1)
-and checked accesses (ZLUDA_MEMCHECK=1)."""
+"""Modules on the CPU backend: PTX compiled for the host by the `ptx` package, with its on-disk kernel cache
+(ZLUDA_CACHE_DIR, ZLUDA_CACHE_MAX_MB, ZLUDA_JIT_CACHE=0 disables), IR dumps (ZLUDA_DUMP_DIR), FMA
+contraction (ZLUDA_FMA_OPT=1) and checked accesses (ZLUDA_MEMCHECK=1)."""
 
 from __future__ import annotations
 
@@ -46,9 +46,13 @@ class CpuModule(BackendModule):
     def global_symbol(self, name: str):
         return self._module.globals.get(name)
 
+    def kernel_resources(self):
+        return self._module.resources or None
+
     def unload(self) -> None:
-        # The machine code stays mapped: a launch still queued on a stream may be about to run it.
+        # the driver calls this once no stream may still run the code (driver/module.py, release)
         self._functions = {}
+        self._module.close()
 
 
 def compile_options() -> dict:
@@ -63,6 +67,12 @@ def compile_options() -> dict:
         opts["fma_contract"] = True
     if os.environ.get("ZLUDA_MEMCHECK", "0") == "1":
         opts["memcheck"] = True
+    if os.environ.get("ZLUDA_CACHE_MAX_MB"):
+        try:
+            opts["cache_max_mb"] = max(0, int(os.environ["ZLUDA_CACHE_MAX_MB"]))
+        except ValueError:
+            log.error(f"ZLUDA_CACHE_MAX_MB={os.environ['ZLUDA_CACHE_MAX_MB']!r} is not a number of MB: "
+                      "the default (1024) applies")
     return opts
 
 
