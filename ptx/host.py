@@ -10,8 +10,6 @@ import struct
 import threading
 from pathlib import Path
 
-import numpy as np
-
 from ptx.errors import KernelFault, PTXError, PTXUnsupportedError
 
 def _compiler_version():
@@ -69,6 +67,7 @@ class HostKernel:
 
     def pack_params(self, args) -> bytes:
         """The packed parameter buffer for python values (numpy arrays pass their data address)."""
+        import numpy as np      # here: a driver's module load (a cache hit) must not pay its import
         if len(args) != len(self.params):
             raise ValueError(f"{self.name} takes {len(self.params)} arguments, got {len(args)}")
         buf = bytearray(self.param_size)
