@@ -185,9 +185,12 @@ struct fault_target {
     int32_t signo, code, access;
 };
 
+struct job;
+
 struct rt_ctx {
     struct slot *slot;
     struct fiber *fiber;             /* NULL outside cooperative launches */
+    struct job *job;
 };
 
 struct fiber {
@@ -200,7 +203,9 @@ struct fiber {
     struct fault_target ft;
 };
 
-/* One worker's private resources; slot 0 belongs to whichever thread is launching. */
+/* One worker's private resources. Helpers have slots 1..nworkers-1 (id = index); a launching thread
+   takes the launcher slot of its job (P.lslots, id 0), so launches on several threads at once never share
+   shared memory or scratch. */
 struct slot {
     ptx_worker W;
     struct rt_ctx ctx;
@@ -208,7 +213,7 @@ struct slot {
     size_t shared_cap;
     uint8_t *scratch_mem;
     size_t scratch_cap;
-    struct printbuf pb;
+    struct printbuf *pb;             /* the running job's buffer for this slot id (job->pbs[id]) */
     fctx sched;                      /* cooperative: where fibers return to */
     struct fiber **ready;            /* cooperative: ring of this slot's blocks that yielded */
     size_t nready, capready, head;
@@ -249,25 +254,43 @@ struct job {
     _Atomic uint32_t phase;
     _Atomic int fault_taken;         /* the first fault of the launch is the one reported */
     ptx_fault_info fault;
+    /* POOL_CLOSED | POOL_WAITING | joined helpers; helpers join while open */
+    _Atomic uint32_t state __attribute__((aligned(64)));
+    /* printf output per slot id: a helper may run another job's blocks before this launch flushes */
+    struct printbuf *pbs;
 };
 
 #define POOL_CLOSED 0x80000000u
 #define POOL_WAITING 0x40000000u
 #define POOL_ACTIVE 0x3fffffffu
 
+/* Launches that may run at once (ptx_rt_set_concurrency, at most MAX_JOBS): streams of the driver run
+   their kernels on several threads, and blocks of all open launches share the helpers. 1 (the default)
+   serialises launches as a single launch lock would. */
+#define MAX_JOBS 16
+
 static struct pool {
     pthread_mutex_t init_mu;
-    pthread_mutex_t launch_mu;
+    pthread_mutex_t job_mu;          /* guards job_busy, max_jobs */
+    pthread_cond_t job_cv;
+    pthread_mutex_t serial_mu;       /* ZLUDA_MEMCHECK's tables and the cooperative cache assume one launch */
+    uint32_t job_busy, max_jobs;
     int ready;
     uint32_t nworkers;
     uint64_t spin_ns;
     size_t fiber_stack;
     struct slot *slots;
-    _Atomic uint32_t gen __attribute__((aligned(64)));      /* futex: one step per launch */
+    struct slot *lslots;             /* MAX_JOBS launcher slots */
+    _Atomic uint32_t gen __attribute__((aligned(64)));      /* futex: one step per opened launch */
     _Atomic uint32_t sleepers;
-    _Atomic uint32_t state __attribute__((aligned(64)));    /* POOL_CLOSED | POOL_WAITING | joined helpers */
-    struct job job;
-} P = {.init_mu = PTHREAD_MUTEX_INITIALIZER, .launch_mu = PTHREAD_MUTEX_INITIALIZER};
+    /* Threads running blocks (launchers and helpers): helpers join only while it is below nworkers, so
+       launches on several threads never make more runners than cores (each would then get a fraction of
+       one, and a launch waits for its slowest). A runner leaving while launches are open bumps gen. */
+    _Atomic uint32_t running __attribute__((aligned(64)));
+    _Atomic uint32_t open;           /* launches open for helpers */
+    struct job jobs[MAX_JOBS];
+} P = {.init_mu = PTHREAD_MUTEX_INITIALIZER, .job_mu = PTHREAD_MUTEX_INITIALIZER,
+       .job_cv = PTHREAD_COND_INITIALIZER, .serial_mu = PTHREAD_MUTEX_INITIALIZER, .max_jobs = 1};
 
 static void set_flag(struct ptx_launch_state *st, uint32_t f) {
     atomic_fetch_or(&st->flags, f);
@@ -333,8 +356,10 @@ static void fault_chain(int sig, siginfo_t *si, void *uc) {
 static struct slot *slot_of_thread(pid_t tid) {
     struct slot *slots = __atomic_load_n(&P.slots, __ATOMIC_ACQUIRE);
     if (!slots || !__atomic_load_n(&P.ready, __ATOMIC_ACQUIRE)) return NULL;
-    for (uint32_t i = 0; i < P.nworkers; i++)
+    for (uint32_t i = 1; i < P.nworkers; i++)
         if (atomic_load_explicit(&slots[i].tid, memory_order_relaxed) == tid) return &slots[i];
+    for (uint32_t i = 0; i < MAX_JOBS; i++)
+        if (atomic_load_explicit(&P.lslots[i].tid, memory_order_relaxed) == tid) return &P.lslots[i];
     return NULL;
 }
 
@@ -497,6 +522,8 @@ static int slot_prepare(struct slot *s, struct job *j) {
     s->W.state = &j->st;
     s->ctx.slot = s;
     s->ctx.fiber = NULL;
+    s->ctx.job = j;
+    s->pb = &j->pbs[s->id];
     s->W.rt_private = &s->ctx;
     return 0;
 }
@@ -510,10 +537,13 @@ static void run_chunks(struct slot *s, struct job *j) {
     }
     for (;;) {
         if (atomic_load_explicit(&j->st.stop, memory_order_relaxed)) return;
+        /* a helper gives its core back to a launcher that started since it joined (launchers cannot
+           be turned away, and a descheduled block holds its whole launch up) */
+        if (s->id && atomic_load_explicit(&P.running, memory_order_relaxed) > P.nworkers) return;
         uint64_t b = atomic_fetch_add_explicit(&j->next, j->chunk, memory_order_relaxed);
         if (b >= j->nblocks) return;
         uint64_t e = b + j->chunk < j->nblocks ? b + j->chunk : j->nblocks;
-        pb_begin(&s->pb, b);
+        pb_begin(s->pb, b);
         s->ft.first = b;
         s->ft.last = e;
         s->armed = &s->ft;
@@ -525,7 +555,7 @@ static void run_chunks(struct slot *s, struct job *j) {
 
 static void fiber_entry(void *arg) {
     struct fiber *f = arg;
-    struct job *j = &P.job;
+    struct job *j = f->ctx.job;
     /* on the fiber's own stack, so a fault lands in this frame whichever context is current;
        run_cooperative arms f->ft each time it switches to the fiber */
     if (sigsetjmp(f->ft.jb, 0) == 0) {
@@ -581,6 +611,7 @@ static struct fiber *start_fiber(struct slot *s, struct job *j, uint64_t b) {
     f->ret = 0;
     f->ctx.slot = s;
     f->ctx.fiber = f;
+    f->ctx.job = j;
     f->W = s->W;
     f->W.shared = j->arena + b * j->per_block;
     f->W.scratch = j->arena + b * j->per_block + j->shared_stride;
@@ -610,7 +641,7 @@ static void run_cooperative(struct slot *s, struct job *j) {
         }
         if (!f) f = ready_pop(s);
         if (!f) break;
-        pb_begin(&s->pb, (uint64_t)f->W.grid_phase * j->nblocks + f->block);
+        pb_begin(s->pb, (uint64_t)f->W.grid_phase * j->nblocks + f->block);
         f->ft.first = f->block;
         f->ft.last = f->block + 1;
         s->armed = &f->ft;
@@ -629,8 +660,7 @@ static void run_cooperative(struct slot *s, struct job *j) {
     s->nready = 0;
 }
 
-static void run_job(struct slot *s) {
-    struct job *j = &P.job;
+static void run_job(struct slot *s, struct job *j) {
     if (slot_prepare(s, j)) return;
     if (j->flags & PTXRT_COOPERATIVE)
         run_cooperative(s, j);
@@ -639,6 +669,14 @@ static void run_job(struct slot *s) {
 }
 
 /* ------------------------------------------------------------------ helper threads */
+
+static void runner_leaves(void) {
+    atomic_fetch_sub(&P.running, 1);
+    if (atomic_load(&P.open)) {      /* a helper turned away from an open launch may join it now */
+        atomic_fetch_add(&P.gen, 1);
+        if (atomic_load(&P.sleepers)) futex_wake_all(&P.gen);
+    }
+}
 
 static void *helper_main(void *arg) {
     struct slot *s = arg;
@@ -654,16 +692,19 @@ static void *helper_main(void *arg) {
     fault_thread_prepare(1);
     atomic_store(&s->tid, tls_tid);
     uint32_t seen = atomic_load(&P.gen);
+    int turned_away = 0;
     for (;;) {
         uint32_t g = atomic_load(&P.gen);
         if (g == seen) {
             uint64_t t0 = now_ns(CLOCK_MONOTONIC);
+            /* turned away: every core has a runner, spinning would take time from one */
+            uint64_t spin = turned_away ? 0 : P.spin_ns;
             unsigned spins = 0;
             for (;;) {
                 cpu_relax();
                 g = atomic_load_explicit(&P.gen, memory_order_acquire);
                 if (g != seen) break;
-                if ((++spins & 127) == 0 && now_ns(CLOCK_MONOTONIC) - t0 > P.spin_ns) {
+                if ((++spins & 127) == 0 && now_ns(CLOCK_MONOTONIC) - t0 > spin) {
                     atomic_fetch_add(&P.sleepers, 1);
                     futex_wait(&P.gen, seen, NULL);
                     atomic_fetch_sub(&P.sleepers, 1);
@@ -673,23 +714,37 @@ static void *helper_main(void *arg) {
                 }
             }
         }
-        /* Join the open launch, if any (its fields are stable while we hold a place in `state`). */
-        uint32_t st = atomic_load(&P.state);
-        int joined = 0;
-        while (!(st & POOL_CLOSED)) {
-            if (atomic_compare_exchange_weak(&P.state, &st, st + 1)) {
-                joined = 1;
-                break;
+        /* Join an open launch with blocks left, while there is one (its fields are stable while we hold
+           a place in its `state`). gen is read first: a launch opened after the scan bumps it again. */
+        seen = atomic_load(&P.gen);
+        turned_away = 0;
+        for (int again = 1; again;) {
+            again = 0;
+            for (uint32_t k = 0; k < MAX_JOBS; k++) {
+                struct job *j = &P.jobs[k];
+                uint32_t st = atomic_load(&j->state);
+                int joined = 0;
+                while (!(st & POOL_CLOSED)) {
+                    if (atomic_compare_exchange_weak(&j->state, &st, st + 1)) {
+                        joined = 1;
+                        break;
+                    }
+                }
+                if (!joined) continue;
+                if (atomic_load_explicit(&j->next, memory_order_relaxed) < j->nblocks) {
+                    if (atomic_fetch_add(&P.running, 1) < P.nworkers) {
+                        run_job(s, j);
+                        runner_leaves();
+                        again = 1;
+                    } else {
+                        atomic_fetch_sub(&P.running, 1);   /* a leaving runner wakes us */
+                        turned_away = 1;
+                    }
+                }
+                uint32_t v = atomic_fetch_sub(&j->state, 1) - 1;
+                if ((v & POOL_WAITING) && !(v & POOL_ACTIVE)) futex_wake_all(&j->state);
             }
         }
-        if (!joined) {
-            seen = g;
-            continue;
-        }
-        seen = atomic_load(&P.gen);
-        run_job(s);
-        uint32_t v = atomic_fetch_sub(&P.state, 1) - 1;
-        if ((v & POOL_WAITING) && !(v & POOL_ACTIVE)) futex_wake_all(&P.state);
     }
     return NULL;
 }
@@ -697,12 +752,16 @@ static void *helper_main(void *arg) {
 static void after_fork_child(void) {
     /* The helpers did not survive the fork: start a fresh pool on the next launch. */
     pthread_mutex_init(&P.init_mu, NULL);
-    pthread_mutex_init(&P.launch_mu, NULL);
+    pthread_mutex_init(&P.job_mu, NULL);
+    pthread_cond_init(&P.job_cv, NULL);
+    pthread_mutex_init(&P.serial_mu, NULL);
+    P.job_busy = 0;
     P.ready = 0;
     P.slots = NULL;
     tls_tid = 0;                     /* the child's thread has a new id */
-    atomic_store(&P.state, 0);
     atomic_store(&P.sleepers, 0);
+    atomic_store(&P.running, 0);
+    atomic_store(&P.open, 0);
 }
 
 /* A container's CPU quota (cgroup v2 cpu.max "quota period"), rounded up; 0 when unlimited. Spinning
@@ -753,19 +812,26 @@ static int pool_init(void) {
     P.fiber_stack = 1u << 20;
     e = getenv("PTXRT_FIBER_STACK");
     if (e && atol(e) >= 65536) P.fiber_stack = align_up((size_t)atol(e), 4096);
-    struct slot *slots = aligned_alloc(64, align_up(n * sizeof(struct slot), 64));
-    if (!slots) {
+    struct slot *slots = aligned_alloc(64, align_up((n + MAX_JOBS) * sizeof(struct slot), 64));
+    struct printbuf *pbs = calloc((size_t)MAX_JOBS * n, sizeof *pbs);
+    if (!slots || !pbs) {
+        free(slots);
+        free(pbs);
         pthread_mutex_unlock(&P.init_mu);
         return -1;
     }
-    memset(slots, 0, n * sizeof(struct slot));
+    memset(slots, 0, (n + MAX_JOBS) * sizeof(struct slot));
+    P.lslots = slots + n;
+    for (uint32_t k = 0; k < MAX_JOBS; k++) {
+        P.jobs[k].pbs = pbs + (size_t)k * n;
+        atomic_store(&P.jobs[k].state, POOL_CLOSED);
+    }
     P.slots = slots;
-    atomic_store(&P.state, POOL_CLOSED);
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setstacksize(&attr, HELPER_STACK);
     uint32_t started = 1;
-    for (uint32_t i = 0; i < n; i++) slots[i].id = i;
+    for (uint32_t i = 0; i < n; i++) slots[i].id = i;   /* launcher slots keep id 0 */
     for (uint32_t i = 1; i < n; i++) {
         if (pthread_create(&slots[i].thread, &attr, helper_main, &slots[i]) != 0) break;
         pthread_detach(slots[i].thread);
@@ -792,14 +858,14 @@ static int seg_cmp(const void *a, const void *b) {
     return x->off < y->off ? -1 : x->off > y->off;
 }
 
-static void flush_printf(void) {
+static void flush_printf(struct job *j) {
     size_t total = 0;
-    for (uint32_t i = 0; i < P.nworkers; i++) total += P.slots[i].pb.nseg;
+    for (uint32_t i = 0; i < P.nworkers; i++) total += j->pbs[i].nseg;
     if (!total) return;
     struct print_seg *all = malloc(total * sizeof *all);
     size_t k = 0;
     for (uint32_t i = 0; i < P.nworkers; i++) {
-        struct printbuf *pb = &P.slots[i].pb;
+        struct printbuf *pb = &j->pbs[i];
         for (size_t s = 0; s < pb->nseg; s++) {
             if (all) {
                 all[k] = pb->segs[s];
@@ -813,12 +879,12 @@ static void flush_printf(void) {
     if (all) {
         qsort(all, k, sizeof *all, seg_cmp);
         for (size_t s = 0; s < k; s++)
-            fwrite(P.slots[all[s].slot].pb.buf + all[s].off, 1, all[s].len, stdout);
+            fwrite(j->pbs[all[s].slot].buf + all[s].off, 1, all[s].len, stdout);
         free(all);
     }
     fflush(stdout);
     for (uint32_t i = 0; i < P.nworkers; i++) {
-        struct printbuf *pb = &P.slots[i].pb;
+        struct printbuf *pb = &j->pbs[i];
         pb->len = 0;
         pb->nseg = 0;
         pb->seg_open = 0;
@@ -833,7 +899,7 @@ static void flush_printf(void) {
 /* ------------------------------------------------------------------ launch */
 
 /* Cooperative launches keep their fiber stacks and per-block buffers mapped from launch to launch
-   (launches are serialised); a bigger grid replaces them. Each stack's lowest page is a guard, so
+   (they are serialised, P.serial_mu); a bigger grid replaces them. Each stack's lowest page is a guard, so
    an overflow faults instead of silently corrupting the next block's stack. */
 static struct {
     uint8_t *stacks, *arena;
@@ -902,9 +968,21 @@ int32_t ptx_rt_launch_ex(ptx_block_fn fn, const uint8_t *params,
     if (pool_init()) return PTXRT_BAD_LAUNCH;
     fault_thread_prepare(0);
     tls_last_faulted = 0;
-    pthread_mutex_lock(&P.launch_mu);
-    atomic_store_explicit(&P.slots[0].tid, tls_tid, memory_order_relaxed);   /* we run slot 0's blocks */
-    struct job *j = &P.job;
+    int coop = (flags & PTXRT_COOPERATIVE) != 0;
+    int serial = coop || __atomic_load_n(&ptxrt_mc_on, __ATOMIC_ACQUIRE);
+    if (serial) pthread_mutex_lock(&P.serial_mu);
+    pthread_mutex_lock(&P.job_mu);
+    uint32_t k;
+    for (;;) {
+        for (k = 0; k < P.max_jobs && (P.job_busy >> k & 1); k++) {}
+        if (k < P.max_jobs) break;
+        pthread_cond_wait(&P.job_cv, &P.job_mu);
+    }
+    P.job_busy |= 1u << k;
+    pthread_mutex_unlock(&P.job_mu);
+    struct slot *me = &P.lslots[k];
+    atomic_store_explicit(&me->tid, tls_tid, memory_order_relaxed);   /* we run the launcher slot's blocks */
+    struct job *j = &P.jobs[k];
     atomic_store_explicit(&j->fault_taken, 0, memory_order_relaxed);
     if (__atomic_load_n(&ptxrt_mc_on, __ATOMIC_ACQUIRE)) ptxrt_memcheck_launch_begin();
     j->fn = fn;
@@ -924,52 +1002,84 @@ int32_t ptx_rt_launch_ex(ptx_block_fn fn, const uint8_t *params,
     uint64_t parts = (uint64_t)P.nworkers * 8;
     j->chunk = j->nblocks / parts ? j->nblocks / parts : 1;
     atomic_store_explicit(&j->next, 0, memory_order_relaxed);
-    int coop = (flags & PTXRT_COOPERATIVE) != 0;
+    int32_t status = PTXRT_OK;
     if (coop && setup_cooperative(j)) {
         teardown_cooperative(j);
-        pthread_mutex_unlock(&P.launch_mu);
-        return PTXRT_BAD_LAUNCH;
+        status = PTXRT_BAD_LAUNCH;
+        goto out;
     }
 
     /* One block cannot be shared out: leave the helpers parked (the cheap path for tiny launches). */
     int share = P.nworkers > 1 && j->nblocks > 1;
+    int counted = !(flags & PTXRT_RESERVED);
+    if (counted) atomic_fetch_add(&P.running, 1);     /* before opening: helpers count this thread in */
     if (share) {
-        atomic_store(&P.state, 0);   /* open: helpers may join */
+        atomic_fetch_add(&P.open, 1);
+        atomic_store(&j->state, 0);  /* open: helpers may join */
         atomic_fetch_add(&P.gen, 1);
         if (atomic_load(&P.sleepers)) futex_wake_all(&P.gen);
     }
-    run_job(&P.slots[0]);
+    run_job(me, j);
     if (share) {
-        uint32_t st = atomic_fetch_or(&P.state, POOL_CLOSED) | POOL_CLOSED;
+        uint32_t st = atomic_fetch_or(&j->state, POOL_CLOSED) | POOL_CLOSED;
+        atomic_fetch_sub(&P.open, 1);
+        if (counted) runner_leaves();
         uint64_t t0 = 0;
         unsigned spins = 0;
         while (st & POOL_ACTIVE) {
             cpu_relax();
-            st = atomic_load(&P.state);
+            st = atomic_load(&j->state);
             if ((++spins & 127) == 0) {
                 uint64_t t = now_ns(CLOCK_MONOTONIC);
                 if (!t0) t0 = t;
                 else if (t - t0 > P.spin_ns / 4) {
                     if ((st & POOL_ACTIVE) &&
-                        atomic_compare_exchange_strong(&P.state, &st, st | POOL_WAITING)) {
-                        futex_wait(&P.state, st | POOL_WAITING, NULL);
+                        atomic_compare_exchange_strong(&j->state, &st, st | POOL_WAITING)) {
+                        futex_wait(&j->state, st | POOL_WAITING, NULL);
                     }
-                    st = atomic_load(&P.state);
+                    st = atomic_load(&j->state);
                 }
             }
         }
     }
+    else if (counted)
+        atomic_fetch_sub(&P.running, 1);
     if (coop) teardown_cooperative(j);
-    flush_printf();
+    flush_printf(j);
     uint32_t f = atomic_load(&j->st.flags);
-    int32_t status = (f & ST_ASSERT) ? PTXRT_ASSERT : (f & ST_FAULT) ? PTXRT_FAULT
-                   : (f & ST_TRAP) ? PTXRT_TRAP : (f & ST_BAD) ? PTXRT_BAD_LAUNCH : PTXRT_OK;
+    status = (f & ST_ASSERT) ? PTXRT_ASSERT : (f & ST_FAULT) ? PTXRT_FAULT
+           : (f & ST_TRAP) ? PTXRT_TRAP : (f & ST_BAD) ? PTXRT_BAD_LAUNCH : PTXRT_OK;
     if (status == PTXRT_FAULT) {
         tls_last_fault = j->fault;
         tls_last_faulted = 1;
     }
-    pthread_mutex_unlock(&P.launch_mu);
+out:
+    /* a stale id here could match another launcher's thread in the fault handler */
+    atomic_store_explicit(&me->tid, 0, memory_order_relaxed);
+    pthread_mutex_lock(&P.job_mu);
+    P.job_busy &= ~(1u << k);
+    pthread_cond_signal(&P.job_cv);
+    pthread_mutex_unlock(&P.job_mu);
+    if (serial) pthread_mutex_unlock(&P.serial_mu);
     return status;
+}
+
+void ptx_rt_reserve(int32_t delta) {
+    if (delta > 0)
+        atomic_fetch_add(&P.running, (uint32_t)delta);
+    else
+        for (; delta < 0; delta++) runner_leaves();
+}
+
+/* How many launches may run at once (1..MAX_JOBS); returns the value in effect. */
+uint32_t ptx_rt_set_concurrency(uint32_t n) {
+    if (n < 1) n = 1;
+    if (n > MAX_JOBS) n = MAX_JOBS;
+    pthread_mutex_lock(&P.job_mu);
+    P.max_jobs = n;
+    pthread_cond_broadcast(&P.job_cv);
+    pthread_mutex_unlock(&P.job_mu);
+    return n;
 }
 
 int32_t ptx_rt_launch(ptx_block_fn fn, const uint8_t *params, const uint32_t grid[3],
@@ -991,7 +1101,7 @@ int32_t ptx_rt_grid_sync(ptx_worker *W) {
         if (W && W->state) set_flag(W->state, ST_TRAP);
         return PTXRT_TRAP;
     }
-    struct job *j = &P.job;
+    struct job *j = c->job;
     uint32_t phase = atomic_load(&j->phase);
     coop_arrive(j, 0);
     while (atomic_load(&j->phase) == phase) {
@@ -1253,7 +1363,7 @@ int32_t ptx_rt_vprintf(ptx_worker *W, const char *fmt, const uint8_t *args) {
         free(tmp.buf);
         return n;
     }
-    struct printbuf *pb = &c->slot->pb;
+    struct printbuf *pb = c->slot->pb;
     if (!pb->seg_open) {
         if (pb->nseg == pb->capseg) {
             size_t cap = pb->capseg ? pb->capseg * 2 : 64;

@@ -51,11 +51,19 @@ int32_t ptx_rt_launch(ptx_block_fn fn, const uint8_t *params, const uint32_t gri
 
 /* The same with scalar dims (cheaper to call through ctypes) and flags. */
 #define PTXRT_COOPERATIVE 1u        /* the kernel may call ptx_rt_grid_sync (see below) */
+#define PTXRT_RESERVED 2u           /* the caller's core is already counted (ptx_rt_reserve) */
 int32_t ptx_rt_launch_ex(ptx_block_fn fn, const uint8_t *params,
                          uint32_t gx, uint32_t gy, uint32_t gz, uint32_t bx, uint32_t by, uint32_t bz,
                          uint32_t static_shared, uint32_t dyn_shared, uint32_t frame_bytes,
                          uint32_t flags);
 uint32_t ptx_rt_num_workers(void);  /* threads that run blocks, the launching thread included */
+/* How many launches may run at once, from as many threads (1, the default: one at a time; at most 16);
+   returns the value in effect. */
+uint32_t ptx_rt_set_concurrency(uint32_t n);
+/* A thread that will launch again soon (a stream's launcher with work queued) keeps its core counted
+   (+1) until it has none (-1), so helpers do not take that core between its launches; its launches pass
+   PTXRT_RESERVED. */
+void ptx_rt_reserve(int32_t delta);
 
 /* Called by generated code. */
 /* CUDA vprintf ABI: `args` packs each argument at its natural alignment from the buffer start:

@@ -29,7 +29,7 @@ class Completion:
     def finished(self) -> bool:
         if self.done:
             return True
-        if self.ticket and launchq.done() >= self.ticket:
+        if self.ticket and launchq.reached(self.ticket):
             self._reached()
             return True
         return False

@@ -1,7 +1,9 @@
-/* The CPU backend's native launch queue: kernel launches that streams submit run on one native thread, in
-   submission order, without the GIL. Each launch gets a ticket; tickets complete in order, so "stream S is
-   done" is "tickets <= S's last one are done", which a host thread waits for here with the GIL released
-   (a short spin, then a futex). Built and loaded by launchq.py. */
+/* The CPU backend's native launch queue: kernel launches that streams submit run on native threads,
+   without the GIL, in lanes (ZLUDA_STREAMS: zq_init's nlanes). A lane runs its items in submission order on
+   its own launcher thread; lanes run at once. A ticket is (seq << 4) | lane, seq counting every item of
+   every lane, so "ticket t has run" is "lane (t & 15)'s done counter >= t", which a host thread waits for
+   here with the GIL released (a short spin, then a futex). A stream keeps its items in one lane while any
+   is pending (its order), and moves to an idle lane when it has none. Built and loaded by launchq.py. */
 #define _GNU_SOURCE
 #include <limits.h>
 #include <linux/futex.h>
@@ -24,7 +26,13 @@
 #define cpu_relax() ((void)0)
 #endif
 
+#define MAX_LANES 16
+#define LANE_OF(t) ((uint32_t)((t) & (MAX_LANES - 1)))
+#define DONE_STRIDE 8               /* uint64_t words between lanes' done counters: one cache line each */
+
 typedef int32_t (*last_fault_fn)(void *out);
+typedef void (*reserve_fn)(int32_t delta);
+#define PTXRT_RESERVED 2u            /* ptxrt.h: the launching thread's core is counted already */
 typedef int32_t (*launch_ex_fn)(void *fn, const uint8_t *params, uint32_t gx, uint32_t gy, uint32_t gz,
                                 uint32_t bx, uint32_t by, uint32_t bz, uint32_t static_shared,
                                 uint32_t dyn_shared, uint32_t frame_bytes, uint32_t flags);
@@ -32,6 +40,8 @@ typedef int32_t (*launch_ex_fn)(void *fn, const uint8_t *params, uint32_t gx, ui
 struct item {
     struct item *next;
     uint64_t *stamp;            /* not NULL: no launch, write the time (CLOCK_MONOTONIC ns) there */
+    uint64_t after;             /* not 0 (and no stamp, no fn): wait until this ticket of another lane ran */
+    uint64_t ticket;
     void *fn;
     uint64_t *state;            /* the submitting stream's fault record (ZQ_STATE_WORDS, see zq_submit); a
                                    fault there skips the stream's later launches */
@@ -39,21 +49,39 @@ struct item {
     uint8_t params[];
 };
 
-static struct {
+struct lane {
     pthread_mutex_t mu;
     struct item *head, *tail;
-    uint64_t submitted;                      /* under mu */
-    _Atomic uint64_t done;                   /* tickets 1..done have run */
-    _Atomic uint32_t done_word;              /* futex: low 32 bits of done */
+    uint64_t queued;                         /* under mu: items submitted and not yet run */
+    _Atomic uint32_t done_word;              /* futex: bumped by every item run */
     _Atomic uint32_t done_waiters;
     _Atomic uint32_t work_word;              /* futex: bumped by every submit */
     _Atomic uint32_t launcher_asleep;
     int started;
-    int running;                             /* under mu: a thread is running a launch */
+    int running;                             /* under mu: a thread is running an item of this lane */
+    int reserved;                            /* under mu: the lane holds a core of the runtime's count */
+} __attribute__((aligned(64)));
+
+static struct lane lanes[MAX_LANES];
+/* lane l's done counter is done[l * DONE_STRIDE]: the ticket of its last item run (Python reads it) */
+static _Atomic uint64_t done[MAX_LANES * DONE_STRIDE] __attribute__((aligned(64)));
+
+static struct {
+    pthread_mutex_t seq_mu;                  /* tickets of every lane are numbered in one sequence */
+    uint64_t seq;
+    _Atomic uint64_t outstanding;            /* items of all lanes not yet run */
+    uint32_t nlanes;
     launch_ex_fn launch;
     last_fault_fn last_fault;
+    reserve_fn reserve;                      /* ptx_rt_reserve, or NULL */
     uint64_t spin_ns;
-} Q = {.mu = PTHREAD_MUTEX_INITIALIZER, .spin_ns = 50000};
+} Q = {.seq_mu = PTHREAD_MUTEX_INITIALIZER, .spin_ns = 50000, .nlanes = 1};
+
+static pthread_once_t lanes_once = PTHREAD_ONCE_INIT;
+
+static void lanes_init(void) {
+    for (int l = 0; l < MAX_LANES; l++) pthread_mutex_init(&lanes[l].mu, NULL);
+}
 
 static uint64_t now_ns(void) {
     struct timespec ts;
@@ -69,32 +97,38 @@ static void futex_wake_all(_Atomic uint32_t *addr) {
     syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 }
 
-/* The next queued launch, when no other thread is running one and (limit != 0) ticket `limit` has not run
-   yet: the caller then runs it (run_item). Launches run one at a time, in ticket order, on the launcher
-   or on a host thread waiting for one (zq_wait), whichever comes first. */
-static struct item *take(uint64_t limit) {
+static inline int reached(uint64_t ticket) {
+    return atomic_load_explicit(&done[LANE_OF(ticket) * DONE_STRIDE], memory_order_acquire) >= ticket;
+}
+
+/* The next queued item of lane L, when no other thread is running one of it and (limit != 0) ticket
+   `limit` has not run yet: the caller then runs it (run_item). A lane's items run one at a time, in
+   ticket order, on its launcher or on a host thread waiting for one (zq_wait), whichever comes first. */
+static struct item *take(struct lane *L, uint64_t limit) {
     struct item *it = NULL;
-    pthread_mutex_lock(&Q.mu);
-    if (Q.head && !Q.running && (!limit || atomic_load(&Q.done) < limit)) {
-        it = Q.head;
-        Q.head = it->next;
-        if (!Q.head) Q.tail = NULL;
-        Q.running = 1;
+    pthread_mutex_lock(&L->mu);
+    if (L->head && !L->running && (!limit || !reached(limit))) {
+        it = L->head;
+        L->head = it->next;
+        if (!L->head) L->tail = NULL;
+        L->running = 1;
     }
-    pthread_mutex_unlock(&Q.mu);
+    pthread_mutex_unlock(&L->mu);
     return it;
 }
 
-/* ZLUDA_PROFILE (zq_profile): launches, total and longest ns per kernel. Launches run one at a time, so
-   the thread running one owns the table; a full table drops what it cannot place. */
+/* ZLUDA_PROFILE (zq_profile): launches, total and longest ns per kernel. Lanes run at once, so the table
+   has a lock (taken only while profiling); a full table drops what it cannot place. */
 #define PROF_SLOTS 512
 static struct prof { void *fn; uint64_t count, total_ns, max_ns; } prof[PROF_SLOTS];
 static int profiling;
+static pthread_mutex_t prof_mu = PTHREAD_MUTEX_INITIALIZER;
 
 void zq_profile(int on) { profiling = on; }
 
 static void prof_add(void *fn, uint64_t ns) {
     uint32_t h = (uint32_t)(((uintptr_t)fn >> 4) * 2654435761u) % PROF_SLOTS;
+    pthread_mutex_lock(&prof_mu);
     for (uint32_t n = 0; n < PROF_SLOTS; n++, h = (h + 1) % PROF_SLOTS) {
         struct prof *p = &prof[h];
         if (p->fn != fn && p->fn) continue;
@@ -102,8 +136,9 @@ static void prof_add(void *fn, uint64_t ns) {
         p->total_ns += ns;
         if (ns > p->max_ns) p->max_ns = ns;
         __atomic_store_n(&p->fn, fn, __ATOMIC_RELEASE);
-        return;
+        break;
     }
+    pthread_mutex_unlock(&prof_mu);
 }
 
 /* Slot i's (kernel address, launches, total ns, max ns); 0 when i is out of range. */
@@ -117,15 +152,22 @@ int zq_profile_get(uint32_t i, uint64_t *out) {
     return 1;
 }
 
-static void run_item(struct item *it) {
+static void wait_reached(uint64_t ticket, uint64_t spin_ns);
+
+static void run_item(struct lane *L, struct item *it) {
     uint64_t *st = it->state;
+    uint64_t ticket = it->ticket;
     if (it->stamp) {
         __atomic_store_n(it->stamp, now_ns(), __ATOMIC_RELEASE);
+    } else if (it->after) {
+        if (Q.reserve) Q.reserve(-1);        /* a waiting lane runs nothing: helpers may have its core */
+        wait_reached(it->after, Q.spin_ns);
+        if (Q.reserve) Q.reserve(1);
     } else if (!__atomic_load_n(&st[0], __ATOMIC_ACQUIRE)) {
         uint64_t t0 = profiling ? now_ns() : 0;
         int32_t r = Q.launch(it->fn, it->params, it->dims[0], it->dims[1], it->dims[2], it->dims[3],
                              it->dims[4], it->dims[5], it->static_shared, it->dyn_shared,
-                             it->frame_bytes, it->flags);
+                             it->frame_bytes, it->flags | (Q.reserve ? PTXRT_RESERVED : 0));
         if (profiling) prof_add(it->fn, now_ns() - t0);
         if (r) {
             st[1] = (uint64_t)(uintptr_t)it->fn;
@@ -137,22 +179,25 @@ static void run_item(struct item *it) {
         }
     }
     free(it);
-    pthread_mutex_lock(&Q.mu);
-    uint64_t d = atomic_load_explicit(&Q.done, memory_order_relaxed) + 1;
-    atomic_store(&Q.done, d);
-    atomic_store(&Q.done_word, (uint32_t)d);
-    Q.running = 0;
-    int more = Q.head != NULL;
-    pthread_mutex_unlock(&Q.mu);
-    if (atomic_load(&Q.done_waiters)) futex_wake_all(&Q.done_word);
+    pthread_mutex_lock(&L->mu);
+    atomic_store(&done[LANE_OF(ticket) * DONE_STRIDE], ticket);
+    atomic_fetch_add(&L->done_word, 1);
+    L->queued--;
+    L->running = 0;
+    int more = L->head != NULL, release = !more && L->reserved;
+    if (release) L->reserved = 0;
+    pthread_mutex_unlock(&L->mu);
+    if (release) Q.reserve(-1);
+    atomic_fetch_sub(&Q.outstanding, 1);
+    if (atomic_load(&L->done_waiters)) futex_wake_all(&L->done_word);
     if (more) {     /* a host thread ran this one: the launcher takes the rest */
-        atomic_fetch_add(&Q.work_word, 1);
-        if (atomic_load(&Q.launcher_asleep)) futex_wake_all(&Q.work_word);
+        atomic_fetch_add(&L->work_word, 1);
+        if (atomic_load(&L->launcher_asleep)) futex_wake_all(&L->work_word);
     }
 }
 
 static void *launcher_main(void *arg) {
-    (void)arg;
+    struct lane *L = arg;
     /* Asynchronous signals belong to the application's threads; faults in kernel code stay deliverable. */
     sigset_t set;
     sigfillset(&set);
@@ -163,94 +208,134 @@ static void *launcher_main(void *arg) {
     sigdelset(&set, SIGTRAP);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     for (;;) {
-        uint32_t seen = atomic_load(&Q.work_word);
-        struct item *it = take(0);
+        uint32_t seen = atomic_load(&L->work_word);
+        struct item *it = take(L, 0);
         if (!it) {
             /* A host loop of launch + synchronize submits again within microseconds: poll a little before
                sleeping so the next launch starts at once, then cost nothing while idle. The polls yield:
                on a loaded machine the submitting thread may be waiting for this very core. */
             uint64_t t0 = now_ns();
             unsigned spins = 0;
-            while (atomic_load_explicit(&Q.work_word, memory_order_acquire) == seen) {
+            while (atomic_load_explicit(&L->work_word, memory_order_acquire) == seen) {
                 if (++spins & 7) cpu_relax();
                 else sched_yield();
                 if ((spins & 7) == 0 && now_ns() - t0 > Q.spin_ns) {
-                    atomic_store(&Q.launcher_asleep, 1);
-                    if (atomic_load(&Q.work_word) == seen) futex_wait(&Q.work_word, seen);
-                    atomic_store(&Q.launcher_asleep, 0);
+                    atomic_store(&L->launcher_asleep, 1);
+                    if (atomic_load(&L->work_word) == seen) futex_wait(&L->work_word, seen);
+                    atomic_store(&L->launcher_asleep, 0);
                     break;
                 }
             }
             continue;
         }
-        run_item(it);
+        run_item(L, it);
     }
     return NULL;
 }
 
 static void after_fork_child(void) {
-    /* The launcher did not survive the fork; work queued in the parent is the parent's. */
-    pthread_mutex_init(&Q.mu, NULL);
-    Q.head = Q.tail = NULL;
-    Q.started = 0;
-    Q.running = 0;
-    atomic_store(&Q.done, Q.submitted);
-    atomic_store(&Q.done_word, (uint32_t)Q.submitted);
-    atomic_store(&Q.done_waiters, 0);
-    atomic_store(&Q.launcher_asleep, 0);
+    /* The launchers did not survive the fork; work queued in the parent is the parent's. */
+    pthread_mutex_init(&Q.seq_mu, NULL);
+    for (int l = 0; l < MAX_LANES; l++) {
+        struct lane *L = &lanes[l];
+        pthread_mutex_init(&L->mu, NULL);
+        L->head = L->tail = NULL;
+        L->queued = 0;
+        L->started = 0;
+        L->running = 0;
+        L->reserved = 0;
+        atomic_store(&L->done_waiters, 0);
+        atomic_store(&L->launcher_asleep, 0);
+        /* every ticket the parent handed out counts as run: nothing will run it here */
+        atomic_store(&done[l * DONE_STRIDE], (Q.seq << 4) | (uint64_t)l);
+    }
+    atomic_store(&Q.outstanding, 0);
 }
 
-/* Once, before any submit: the runtime's launch entry point, its ptx_rt_last_fault (or NULL) and how long
-   idle threads spin (ns). */
-int zq_init(void *launch_ex, void *last_fault, uint64_t spin_ns) {
+/* Once, before any submit: the runtime's launch entry point, its ptx_rt_last_fault and ptx_rt_reserve
+   (or NULL), how long idle threads spin (ns) and how many lanes streams spread over (1..16). A lane with
+   work queued keeps a core reserved in the runtime, so its next launch does not find a helper there. */
+int zq_init(void *launch_ex, void *last_fault, void *reserve, uint64_t spin_ns, uint32_t nlanes) {
+    pthread_once(&lanes_once, lanes_init);
     Q.launch = (launch_ex_fn)launch_ex;
     Q.last_fault = (last_fault_fn)last_fault;
+    Q.reserve = (reserve_fn)reserve;
     Q.spin_ns = spin_ns;
+    Q.nlanes = nlanes < 1 ? 1 : nlanes > MAX_LANES ? MAX_LANES : nlanes;
     static int atfork_done;
     if (!atfork_done) {
         pthread_atfork(NULL, NULL, after_fork_child);
         atfork_done = 1;
     }
-    return 0;
+    return (int)Q.nlanes;
 }
 
-static uint64_t enqueue(struct item *it) {
-    pthread_mutex_lock(&Q.mu);
-    if (!Q.started) {
+/* The lane the next item of a stream whose last ticket is `prev` goes to: prev's while it is pending (the
+   stream's order), else prev's lane when idle, else the idle (or least busy) lane. */
+static uint32_t choose_lane(uint64_t prev) {
+    uint32_t home = LANE_OF(prev) < Q.nlanes ? LANE_OF(prev) : 0;
+    if (prev && !reached(prev)) return LANE_OF(prev);
+    uint64_t best_n = __atomic_load_n(&lanes[home].queued, __ATOMIC_RELAXED);
+    uint32_t best = home;
+    for (uint32_t l = 0; l < Q.nlanes && best_n; l++) {
+        uint64_t n = __atomic_load_n(&lanes[l].queued, __ATOMIC_RELAXED);
+        if (n < best_n) {
+            best_n = n;
+            best = l;
+        }
+    }
+    return best;
+}
+
+static uint64_t enqueue(uint32_t lane, struct item *it) {
+    struct lane *L = &lanes[lane];
+    pthread_mutex_lock(&L->mu);
+    if (!L->started) {
         pthread_t t;
         pthread_attr_t attr;
         pthread_attr_init(&attr);
         pthread_attr_setstacksize(&attr, 16u << 20);    /* kernels keep per-lane .local arrays on the stack */
-        int rc = pthread_create(&t, &attr, launcher_main, NULL);
+        int rc = pthread_create(&t, &attr, launcher_main, L);
         pthread_attr_destroy(&attr);
         if (rc) {
-            pthread_mutex_unlock(&Q.mu);
+            pthread_mutex_unlock(&L->mu);
             free(it);
             return 0;
         }
         pthread_detach(t);
-        Q.started = 1;
+        L->started = 1;
     }
-    if (Q.tail) Q.tail->next = it;
-    else Q.head = it;
-    Q.tail = it;
-    uint64_t ticket = ++Q.submitted;
-    pthread_mutex_unlock(&Q.mu);
-    atomic_fetch_add(&Q.work_word, 1);
-    if (atomic_load(&Q.launcher_asleep)) futex_wake_all(&Q.work_word);
+    /* numbered under the lane's lock, so a lane's queue is in ticket order */
+    pthread_mutex_lock(&Q.seq_mu);
+    uint64_t ticket = (++Q.seq << 4) | lane;
+    pthread_mutex_unlock(&Q.seq_mu);
+    it->ticket = ticket;
+    if (L->tail) L->tail->next = it;
+    else L->head = it;
+    L->tail = it;
+    __atomic_store_n(&L->queued, L->queued + 1, __ATOMIC_RELAXED);
+    atomic_fetch_add(&Q.outstanding, 1);
+    if (!L->reserved && Q.reserve) {
+        L->reserved = 1;
+        Q.reserve(1);
+    }
+    pthread_mutex_unlock(&L->mu);
+    atomic_fetch_add(&L->work_word, 1);
+    if (atomic_load(&L->launcher_asleep)) futex_wake_all(&L->work_word);
     return ticket;
 }
 
-/* Queue one launch (params are copied); returns its ticket, or 0 when out of memory / no thread.
-   state: 10 words the stream owns until the launch has run; a failed launch fills [1..9] (kernel, grid x,
-   grid y, ptx_fault_info) and then [0] (its PTXRT_* status). */
-uint64_t zq_submit(void *fn, const uint8_t *params, uint32_t nparams, uint32_t gx, uint32_t gy, uint32_t gz,
-                   uint32_t bx, uint32_t by, uint32_t bz, uint32_t static_shared, uint32_t dyn_shared,
-                   uint32_t frame_bytes, uint32_t flags, uint64_t *state) {
+/* Queue one launch (params are copied) behind the stream's last ticket `prev` (0: none); returns its
+   ticket, or 0 when out of memory / no thread. state: 10 words the stream owns until the launch has run;
+   a failed launch fills [1..9] (kernel, grid x, grid y, ptx_fault_info) and then [0] (its PTXRT_* status). */
+uint64_t zq_submit(uint64_t prev, void *fn, const uint8_t *params, uint32_t nparams, uint32_t gx, uint32_t gy,
+                   uint32_t gz, uint32_t bx, uint32_t by, uint32_t bz, uint32_t static_shared,
+                   uint32_t dyn_shared, uint32_t frame_bytes, uint32_t flags, uint64_t *state) {
     struct item *it = malloc(sizeof *it + (nparams ? nparams : 8));
     if (!it) return 0;
     it->next = NULL;
     it->stamp = NULL;
+    it->after = 0;
     it->fn = fn;
     it->state = state;
     it->dims[0] = gx; it->dims[1] = gy; it->dims[2] = gz;
@@ -261,57 +346,80 @@ uint64_t zq_submit(void *fn, const uint8_t *params, uint32_t nparams, uint32_t g
     it->flags = flags;
     if (nparams) memcpy(it->params, params, nparams);
     else memset(it->params, 0, 8);
-    return enqueue(it);
+    return enqueue(choose_lane(prev), it);
 }
 
-/* Queue a time stamp: when every launch submitted before it has run, *dst = CLOCK_MONOTONIC ns (the
-   clock of Python's time.perf_counter_ns). dst must stay valid until the ticket has run. */
-uint64_t zq_stamp(uint64_t *dst) {
+/* Queue a time stamp behind `prev`: when it runs, *dst = CLOCK_MONOTONIC ns (the clock of Python's
+   time.perf_counter_ns). dst must stay valid until the ticket has run. */
+uint64_t zq_stamp(uint64_t prev, uint64_t *dst) {
     struct item *it = calloc(1, sizeof *it + 8);
     if (!it) return 0;
     it->stamp = dst;
-    return enqueue(it);
+    return enqueue(choose_lane(prev), it);
 }
 
-uint64_t zq_done(void) { return atomic_load(&Q.done); }
-
-uint64_t zq_submitted(void) {
-    pthread_mutex_lock(&Q.mu);
-    uint64_t n = Q.submitted;
-    pthread_mutex_unlock(&Q.mu);
-    return n;
+/* The ticket a stream whose last one is `prev` must wait for so that its later items run after `ticket`
+   (cuStreamWaitEvent): prev when ticket has run, the later of the two in one lane, else a waiting item
+   queued behind prev (0: out of memory). */
+uint64_t zq_after(uint64_t prev, uint64_t ticket) {
+    if (reached(ticket)) return prev;
+    uint32_t lane = choose_lane(prev);
+    if (lane == LANE_OF(ticket)) return prev > ticket && prev && !reached(prev) ? prev : ticket;
+    struct item *it = calloc(1, sizeof *it + 8);
+    if (!it) return 0;
+    it->after = ticket;
+    return enqueue(lane, it);
 }
 
-/* Block until ticket has run: run queued launches up to it here when the launcher has not started them
-   (this thread would only wait), else spin up to spin_ns, then sleep. Called with the GIL released. */
-void zq_wait(uint64_t ticket, uint64_t spin_ns) {
-    if (atomic_load(&Q.done) >= ticket) return;
+/* Items of all lanes submitted and not yet run. */
+uint64_t zq_outstanding(void) { return atomic_load(&Q.outstanding); }
+
+/* Wait until `ticket` ran, without running anything (an item waiting for another lane). */
+static void wait_reached(uint64_t ticket, uint64_t spin_ns) {
+    struct lane *L = &lanes[LANE_OF(ticket)];
     uint64_t t0 = now_ns();
     unsigned spins = 0;
-    while (atomic_load_explicit(&Q.done, memory_order_acquire) < ticket) {
-        struct item *it = take(ticket);
+    while (!reached(ticket)) {
+        if (++spins & 7) cpu_relax();
+        else sched_yield();
+        if ((spins & 7) == 0 && now_ns() - t0 > spin_ns) {
+            atomic_fetch_add(&L->done_waiters, 1);
+            for (;;) {
+                uint32_t w = atomic_load(&L->done_word);
+                if (reached(ticket)) break;
+                futex_wait(&L->done_word, w);
+            }
+            atomic_fetch_sub(&L->done_waiters, 1);
+            return;
+        }
+    }
+}
+
+/* Block until ticket has run: run its lane's queued items up to it here when the launcher has not started
+   them (this thread would only wait), else spin up to spin_ns, then sleep. Called with the GIL released. */
+void zq_wait(uint64_t ticket, uint64_t spin_ns) {
+    if (reached(ticket)) return;
+    struct lane *L = &lanes[LANE_OF(ticket)];
+    uint64_t t0 = now_ns();
+    unsigned spins = 0;
+    while (!reached(ticket)) {
+        struct item *it = take(L, ticket);
         if (it) {
-            run_item(it);
+            run_item(L, it);
             t0 = now_ns();
             continue;
         }
         if (++spins & 7) cpu_relax();
         else sched_yield();     /* the launcher may be waiting for this core */
         if ((spins & 7) == 0 && now_ns() - t0 > spin_ns) {
-            atomic_fetch_add(&Q.done_waiters, 1);
-            for (;;) {
-                uint32_t w = atomic_load(&Q.done_word);
-                if (atomic_load(&Q.done) >= ticket) break;
-                futex_wait(&Q.done_word, w);
-            }
-            atomic_fetch_sub(&Q.done_waiters, 1);
+            wait_reached(ticket, 0);
             return;
         }
     }
 }
 
-/* The address of the done counter: Python reads it without a call (an aligned 64-bit load). */
-_Atomic uint64_t *zq_done_address(void) { return &Q.done; }
+/* The lanes' done counters (lane l's at [l * 8]): Python reads them without a call (aligned 64-bit loads). */
+_Atomic uint64_t *zq_done_address(void) { return done; }
 
 /* ------------------------------------------------------------------ handing work back to the host */
 

@@ -19,12 +19,14 @@ SPIN_NS = 50_000
 
 ffi = cffi.FFI()
 ffi.cdef("""
-    int zq_init(uintptr_t launch_ex, uintptr_t last_fault, uint64_t spin_ns);
-    uint64_t zq_submit(uintptr_t fn, const char *params, uint32_t nparams, uint32_t gx, uint32_t gy, uint32_t gz,
-                       uint32_t bx, uint32_t by, uint32_t bz, uint32_t static_shared, uint32_t dyn_shared,
-                       uint32_t frame_bytes, uint32_t flags, uint64_t *state);
+    int zq_init(uintptr_t launch_ex, uintptr_t last_fault, uintptr_t reserve, uint64_t spin_ns, uint32_t nlanes);
+    uint64_t zq_submit(uint64_t prev, uintptr_t fn, const char *params, uint32_t nparams, uint32_t gx,
+                       uint32_t gy, uint32_t gz, uint32_t bx, uint32_t by, uint32_t bz, uint32_t static_shared,
+                       uint32_t dyn_shared, uint32_t frame_bytes, uint32_t flags, uint64_t *state);
     void zq_wait(uint64_t ticket, uint64_t spin_ns);
-    uint64_t zq_stamp(uint64_t *dst);
+    uint64_t zq_stamp(uint64_t prev, uint64_t *dst);
+    uint64_t zq_after(uint64_t prev, uint64_t ticket);
+    uint64_t zq_outstanding(void);
     uint32_t zq_pack(char *dst, uintptr_t kernel_params, uint32_t *plan, uint32_t n);
     uint64_t *zq_done_address(void);
     int zq_cas(uint32_t *claim, uint32_t old, uint32_t new_);
@@ -33,23 +35,38 @@ ffi.cdef("""
     int zq_park(uint64_t *slot, uint32_t seen, uint64_t spin_ns, uint64_t timeout_ns, uint64_t grace_ns);
     void zq_profile(int on);
     int zq_profile_get(uint32_t i, uint64_t *out);
-    uint64_t zq_submitted(void);
 """)
 
 _lock = threading.Lock()
 _lib = None
 _failed = os.environ.get("ZLUDA_CPU_NATIVE_QUEUE", "1") == "0"   # off: the all-Python path (for comparison)
 STATE_WORDS = 10    # a stream's fault record, see zq_submit
-DONE = (0,)         # DONE[0]: tickets run so far; a uint64_t* into the library once it is loaded
+# DONE[(t & 15) << 3] >= t: ticket t has run (lane t & 15's done counter); a uint64_t* into the library once
+# it is loaded. Before that no ticket exists: a tuple that answers "run" for the 0 of a fresh stream.
+DONE = (0,) * 128
+LANE_MASK = 15
+# Lanes of the launch queue, i.e. streams whose kernels run at once. 1 runs every launch in one order, as
+# before lanes existed; measured on 2 cores (scripts/bench_streams), see DEFAULT_STREAMS.
+DEFAULT_STREAMS = 2
+MAX_STREAMS = 16
 
 
-def done() -> int:
-    return DONE[0]
+def streams() -> int:
+    """ZLUDA_STREAMS, clamped to 1..16 (anything else: the default)."""
+    try:
+        n = int(os.environ.get("ZLUDA_STREAMS", DEFAULT_STREAMS))
+    except ValueError:
+        return DEFAULT_STREAMS
+    return min(max(n, 1), MAX_STREAMS)
+
+
+def reached(ticket: int) -> bool:
+    return DONE[(ticket & LANE_MASK) << 3] >= ticket
 
 
 def wait(ticket: int) -> None:
     """Return once `ticket` has run (GIL released while waiting)."""
-    if DONE[0] < ticket:
+    if DONE[(ticket & LANE_MASK) << 3] < ticket:
         _lib.zq_wait(ticket, SPIN_NS)
 
 
@@ -103,7 +120,12 @@ def launcher():
                 launch_ex = ctypes.cast(rt.ptx_rt_launch_ex, ctypes.c_void_p).value
                 last_fault = getattr(rt, "ptx_rt_last_fault", None)
                 last_fault = ctypes.cast(last_fault, ctypes.c_void_p).value if last_fault is not None else 0
-                lib.zq_init(launch_ex, last_fault or 0, SPIN_NS)
+                n = streams()
+                rt.ptx_rt_set_concurrency.restype = ctypes.c_uint32
+                rt.ptx_rt_set_concurrency.argtypes = [ctypes.c_uint32]
+                rt.ptx_rt_set_concurrency(n)
+                reserve = ctypes.cast(rt.ptx_rt_reserve, ctypes.c_void_p).value if n > 1 else 0
+                lib.zq_init(launch_ex, last_fault or 0, reserve, SPIN_NS, n)
                 from zluda_py import profile
                 if profile.ON:
                     lib.zq_profile(1)
@@ -115,9 +137,9 @@ def launcher():
 
 
 def pending() -> int:
-    """Launches (and time stamps) queued that have not run yet."""
+    """Launches (and time stamps, waits) queued that have not run yet."""
     lib = _launcher
-    return lib.zq_submitted() - DONE[0] if lib is not None else 0
+    return lib.zq_outstanding() if lib is not None else 0
 
 
 def profile_entries() -> list:

@@ -122,7 +122,7 @@ class CpuStream(BackendStream):
         self._synced = False     # synchronize() was called since the last queue was handed to the pool
 
     def __del__(self):
-        if self._state is not None and self._ticket > launchq.DONE[0]:
+        if self._state is not None and not launchq.reached(self._ticket):
             _orphans.append((self._ticket, self._state))    # the launcher may still write a fault there
 
     # --- queue machinery -------------------------------------------------------------------------------
@@ -140,7 +140,7 @@ class CpuStream(BackendStream):
         without a thread hop."""
         with self._lock:
             if not self._busy:
-                if inline and self._ticket <= launchq.DONE[0]:
+                if inline and launchq.reached(self._ticket):
                     self._run(fn)
                     return
                 self._busy = True
@@ -205,9 +205,7 @@ class CpuStream(BackendStream):
     def _drain(self, host: bool = False) -> None:
         """Run the queue to its end; the caller has claimed it. host: the caller is an application thread
         (a synchronize), which hands the queue to the pool at the first host function."""
-        t = self._ticket
-        if t > launchq.DONE[0]:
-            launchq.wait(t)         # native launches queued before this Python work
+        launchq.wait(self._ticket)  # native launches queued before this Python work
         if self._state is not None:
             self._native_fault()
         while True:
@@ -233,7 +231,7 @@ class CpuStream(BackendStream):
         """True when the copy is already done (it ran inline on an idle stream)."""
         if not size:
             return True
-        if size <= INLINE_BYTES and not self._busy and self._ticket <= launchq.DONE[0]:
+        if size <= INLINE_BYTES and not self._busy and launchq.reached(self._ticket):
             with self._lock:
                 if not self._busy:   # the common synchronous case, without building a task
                     if size <= libc.SMALL_COPY:
@@ -312,8 +310,8 @@ class CpuStream(BackendStream):
                 return True     # the context is dead after a fault, as on a GPU; later kernels do not run
             if self.fault is not None:
                 return True
-            t = q.zq_submit(address, params, len(params), gx, gy, gz, bx, by, bz, static_shared, shared_bytes,
-                            frame_bytes, 1 if cooperative else 0, st)
+            t = q.zq_submit(self._ticket, address, params, len(params), gx, gy, gz, bx, by, bz, static_shared,
+                            shared_bytes, frame_bytes, 1 if cooperative else 0, st)
             if not t:
                 return False
             if address not in _kernel_names:
@@ -327,7 +325,7 @@ class CpuStream(BackendStream):
         self.enqueue(_HostTask(fn))
 
     def record(self, event: CpuEvent) -> None:
-        if self._ticket > launchq.DONE[0] and not self._busy:
+        if not launchq.reached(self._ticket) and not self._busy:
             with self._lock:
                 if not self._busy:      # a point behind native launches: a ticket of the launch queue
                     t = self._ticket
@@ -335,9 +333,9 @@ class CpuStream(BackendStream):
                         event.last = Completion(t)
                         return
                     stamp = libc.ffi.new("uint64_t[1]")
-                    t = launchq._lib.zq_stamp(stamp)
+                    t = launchq._lib.zq_stamp(self._ticket, stamp)
                     if t:
-                        if _stamps and _stamps[0][0] <= launchq.DONE[0]:
+                        if _stamps and launchq.reached(_stamps[0][0]):
                             _bury()
                         _stamps.append((t, stamp))    # until the launcher wrote it
                         self._ticket = t
@@ -353,12 +351,16 @@ class CpuStream(BackendStream):
             return
         if c.ticket and not self._busy:
             with self._lock:
-                if not self._busy:      # later native launches run after it anyway; Python work waits
-                    if c.ticket > self._ticket:
-                        self._ticket = c.ticket
-                    if not self._reported:
-                        self._set_busy(True)
-                    return
+                if not self._busy:
+                    # later native launches queue behind it (in its lane, or behind a waiting item in this
+                    # stream's); Python work waits for self._ticket. 0: out of memory, or it has run.
+                    t = launchq._lib.zq_after(self._ticket, c.ticket)
+                    if t and t != self._ticket:
+                        self._ticket = t
+                        if not self._reported:
+                            self._set_busy(True)
+                    if t or launchq.reached(c.ticket):
+                        return
         self.enqueue(c.wait)
 
     def write_value(self, addr: int, value: int, size: int) -> None:
@@ -369,7 +371,7 @@ class CpuStream(BackendStream):
         self.enqueue(lambda: _wait_until(addr, value, size, op), inline=_value_ready(addr, value, size, op))
 
     def query(self) -> bool:
-        if self._busy or self._tasks or self._ticket > launchq.DONE[0]:
+        if self._busy or self._tasks or not launchq.reached(self._ticket):
             return False
         # The fault first, then idle: the shim's fast path skips Python for sync copies only while no
         # stream counts as busy, so the sticky error must be set before this one stops counting.
@@ -377,7 +379,7 @@ class CpuStream(BackendStream):
             self._native_fault()
         if self._reported:
             with self._lock:    # another thread may have queued work since
-                if not self._busy and self._ticket <= launchq.DONE[0]:
+                if not self._busy and launchq.reached(self._ticket):
                     self._set_busy(False)
         return True
 
@@ -406,13 +408,12 @@ class CpuStream(BackendStream):
                 self._waiting -= 1
         t = self._ticket
         if t:
-            if t > launchq.DONE[0]:
-                launchq.wait(t)
+            launchq.wait(t)
             if self._state is not None:     # before idle, as in query()
                 self._native_fault()
             if self._reported:
                 with self._lock:
-                    if not self._busy and self._ticket <= launchq.DONE[0]:
+                    if not self._busy and launchq.reached(self._ticket):
                         self._set_busy(False)
         if self.fault is not None:
             raise self.fault
@@ -443,6 +444,5 @@ def _memory_fault(name: str, st) -> str:
 
 def _bury() -> None:
     """Drop the fault words of collected streams, and the time stamps, whose tickets have run."""
-    done = launchq.DONE[0]
     for held in (_orphans, _stamps):
-        held[:] = [(t, x) for (t, x) in held if t > done]
+        held[:] = [(t, x) for (t, x) in held if not launchq.reached(t)]
