@@ -26,13 +26,17 @@ int64_t zl_fast_busy_count(void);
 int zl_fast_publish_devices(int32_t n_devices, int32_t max_attr, const int32_t *values, const uint8_t *known,
                             int32_t version);
 
-/* The allocator shared by the fast path and the CPU backend (256-byte aligned blocks, a byte budget, a
- * bounded cache of freed blocks). */
+/* The allocator shared by the fast path and the CPU backend (256-byte aligned blocks, a byte budget; with
+ * ZLUDA_MEM_POOL=1 size-class pools of freed blocks). */
 void zl_mem_set_total(uint64_t total);
 uint64_t zl_mem_alloc(uint64_t size);
 int zl_mem_free(uint64_t addr);
 void zl_mem_trim(void);
 uint64_t zl_mem_in_use(void);
+/* ZLUDA_MEM_POOL: whether freed blocks are pooled; bytes pooled now; blocks given back to the host so far. */
+int zl_mem_pool_enabled(void);
+uint64_t zl_mem_cached(void);
+uint64_t zl_mem_returned(void);
 
 /* The range table: every allocation of the driver's allocation index, plus those made here. */
 int zl_range_add(uint64_t base, uint64_t size, uint64_t token);

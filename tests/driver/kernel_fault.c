@@ -107,7 +107,7 @@ int main(int argc, char **argv) {
     if (!strcmp(mode, "hole"))
         launched = launch(s, 1, d, 64, 0, (uint64_t)(uintptr_t)(three + page + 40));
     else if (!strcmp(mode, "block"))
-        launched = launch(s, 256, d, 256 * 64, 201, (uint64_t)d + (1ull << 40));
+        launched = launch(s, 256, d, 256 * 64, 201, (uint64_t)d ^ (1ull << 40));   /* canonical, unmapped */
     else
         launched = launch(s, 1, d, 64, 0, 0x10);
     /* the launch itself may succeed or (if it ran at once) already see the fault, as on a GPU */

@@ -41,9 +41,11 @@ def run(exe, part, **env):
     return subprocess.run([exe, part], env=user_env(**env), capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.parametrize("pool", ["0", "1"])
 @pytest.mark.parametrize("part", PARTS)
-def test_part(exe, part):
-    r = run(exe, part)
+def test_part(exe, part, pool):
+    """With ZLUDA_MEM_POOL off (blocks go back on free) and on (size classes): the same answers."""
+    r = run(exe, part, ZLUDA_MEM_POOL=pool)
     assert r.returncode == 0 and f"PASSED {part}" in r.stdout, r.stdout + r.stderr
     assert "Traceback" not in r.stderr
 

@@ -168,6 +168,9 @@ class Backend(ABC):
     def mem_info(self, device: int) -> tuple[int, int]:
         """(free, total) bytes."""
 
+    def mem_trim(self) -> None:
+        """Give memory cached after frees back to the host (cuMemPoolTrimTo, context teardown)."""
+
     def host_register(self, ptr: int, size: int) -> int:
         """Make host memory device-accessible; returns the device address for it."""
         return ptr

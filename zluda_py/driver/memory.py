@@ -53,6 +53,7 @@ def _free_context_memory(ctx) -> None:
             a.pool.discard(a)
         else:
             release(a)
+    init.BACKEND.mem_trim()     # ZLUDA_MEM_POOL's cached blocks go back with the context
 
 
 

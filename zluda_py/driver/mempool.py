@@ -216,6 +216,7 @@ def mem_pool_get_attribute(hpool, attr, value):
 @export("cuMemPoolTrimTo")
 def mem_pool_trim_to(hpool, keep):
     pool_from_handle(hpool).trim(keep)
+    init.BACKEND.mem_trim()     # what the pool released may wait in the backend's size classes
 
 
 @export("cuMemPoolSetAccess")
@@ -263,7 +264,11 @@ def _free_async(per_thread, dptr, hstream):
     else:
         from zluda_py.driver.memory import release
         done = release
-    s.begin().host_func(lambda: done(a))
+    b = s.begin()
+    if s.capture is None and b.query():
+        done(a)     # nothing is queued ahead of the free: the stream has reached it (no thread hop)
+    else:
+        b.host_func(lambda: done(a))
 
 
 export("cuMemAllocAsync")(lambda d, n, h: _alloc_async(False, d, n, _stream_pool(h, False), h))

@@ -41,6 +41,10 @@ class CpuBackend(Backend):
     def mem_free(self, ptr: int) -> None:
         self.memory.free(ptr)
 
+    def mem_trim(self) -> None:
+        """Give pooled free blocks (ZLUDA_MEM_POOL=1) back to the host."""
+        self.memory.trim()
+
     def mem_info(self, device: int) -> tuple[int, int]:
         return self.memory.info()
 

@@ -1,6 +1,7 @@
 """Device memory of the CPU backend: host memory, 256-byte aligned like cudaMalloc, with a byte budget so
 absurd requests fail with CUDA_ERROR_OUT_OF_MEMORY instead of crashing the process later."""
 
+import os
 import threading
 
 from zluda_py import native
@@ -8,11 +9,14 @@ from zluda_py.backends.cpu import device_info, libc
 from zluda_py.errors import CudaError, CUDA_ERROR_OUT_OF_MEMORY, CUDA_ERROR_INVALID_VALUE
 
 ALIGNMENT = 256
-# Freed blocks up to this size are kept for the next allocation of the same rounded size (as CUDA's own
-# allocator and every caching allocator do): a malloc/free pair through the FFI was a third of the cost
-# of cuMemAlloc+cuMemFree. Bounded, so a loop of alloc/free keeps memory flat.
-CACHE_BLOCK_LIMIT = 1 << 20
-CACHE_BYTES_LIMIT = 64 << 20
+# ZLUDA_MEM_POOL=1 keeps freed blocks up to this size for the next allocation of the same rounded size
+# (src/fastpath.c pools by size class; this fallback, used without the shim, by rounded size). Off, a
+# free gives the block back at once.
+CACHE_BLOCK_LIMIT = 256 << 20
+
+
+def pool_enabled() -> bool:
+    return os.environ.get("ZLUDA_MEM_POOL", "0") not in ("", "0")
 
 
 class HostMemory:
@@ -40,6 +44,8 @@ class HostMemory:
         self.in_use = 0
         self._cache: dict = {}      # rounded size -> addresses of freed blocks of that size
         self._cached = 0
+        self._pool = pool_enabled()
+        self._cache_limit = self.total // 4
 
     def alloc(self, size: int) -> int:
         return self.device_alloc(0, size)
@@ -103,7 +109,7 @@ class HostMemory:
                 raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{addr:#x} was not allocated by the CPU backend")
             self.in_use -= size
             rounded = (size + ALIGNMENT - 1) & -ALIGNMENT
-            if rounded <= CACHE_BLOCK_LIMIT and self._cached + rounded <= CACHE_BYTES_LIMIT:
+            if self._pool and rounded <= CACHE_BLOCK_LIMIT and self._cached + rounded <= self._cache_limit:
                 blocks = self._cache.get(rounded)
                 if blocks is None:
                     blocks = self._cache[rounded] = []
