@@ -15,7 +15,6 @@ from zluda_py.backends.hip.attributes import compute_capability, hip_attributes
 from zluda_py.backends.hip.runtime import call
 from zluda_py.errors import CudaError, CUDA_ERROR_NO_DEVICE
 
-HIP_MEMCPY_DEFAULT = 4
 HIP_NOT_READY = 600
 # HIP_LAUNCH_PARAM_*: CUDA's `extra` ends with 0, HIP's with 3 -- the array is rebuilt for every launch
 BUFFER_POINTER, BUFFER_SIZE, END = 1, 2, 3
@@ -62,14 +61,18 @@ class HipStream(BackendStream):
         self.stream = call(hip.hipStreamCreateWithPriority, flags & 1, priority)
 
     def copy(self, dst, src, size):
-        call(self.hip.hipMemcpyAsync, dst, src, size, HIP_MEMCPY_DEFAULT, self.stream)
+        # hip-python takes the hipMemcpyKind enum only (an int is a TypeError, not a hipError_t)
+        call(self.hip.hipMemcpyAsync, dst, src, size, self.hip.hipMemcpyKind.hipMemcpyDefault, self.stream)
         return False
 
     def copy_2d(self, dst, dpitch, src, spitch, width, height):
-        call(self.hip.hipMemcpy2DAsync, dst, dpitch, src, spitch, width, height, HIP_MEMCPY_DEFAULT, self.stream)
+        call(self.hip.hipMemcpy2DAsync, dst, dpitch, src, spitch, width, height,
+             self.hip.hipMemcpyKind.hipMemcpyDefault, self.stream)
 
     def memset(self, ptr, value, elem_size, count, pitch=0, height=1):
         fn = {1: self.hip.hipMemsetD8Async, 2: self.hip.hipMemsetD16Async, 4: self.hip.hipMemsetD32Async}[elem_size]
+        if elem_size == 4 and value >= 1 << 31:
+            value -= 1 << 32        # hip-python declares hipMemsetD32Async's value `int`: larger is OverflowError
         rows = max(height, 1)
         for r in range(rows):
             call(fn, ptr + r * pitch, value, count, self.stream, what=fn.__name__)
@@ -158,6 +161,12 @@ def _text(v) -> str:
     return str(v).split("\0", 1)[0]
 
 
+def _uuid_bytes(u) -> bytes:
+    """The 16 bytes of a hipUUID_t. Not `.bytes`: hip-python reads that char[16] as a C string, so a UUID
+    with a zero byte came back short and cudart saw a different UUID on each call."""
+    return ctypes.string_at(u.as_c_void_p().value, 16)
+
+
 def _pci(bus_id: str):
     m = re.match(r"([0-9a-fA-F]+):([0-9a-fA-F]+):([0-9a-fA-F]+)", bus_id or "")
     return (int(m.group(1), 16), int(m.group(2), 16), int(m.group(3), 16)) if m else (0, 0, 0)
@@ -222,7 +231,7 @@ class HipBackend(Backend):
             base = cpu_attributes(cc, 1, 1_000_000, 4 << 20, pci)
             attrs = hip_attributes(hip, d, base)
             try:
-                uuid = bytes(call(hip.hipDeviceGetUuid, d).bytes)[:16]
+                uuid = _uuid_bytes(call(hip.hipDeviceGetUuid, d))
             except (CudaError, AttributeError, TypeError):
                 uuid = (f"zluda-hip-{d}-{pci}".encode() + bytes(16))[:16]
             out.append(DeviceProperties(name=name + NAME_SUFFIX, uuid=uuid, pci_domain=pci[0], pci_bus=pci[1],
