@@ -35,6 +35,12 @@ CUDA_TO_HIP = {
 }
 # what a CUDA program must see whatever HIP says (a CUDA warp is 32 lanes on every target we build for)
 FIXED = {"WARP_SIZE": 32}
+# Limits CUDA fixes for every compute capability: never reported above CUDA's value, even where HIP allows
+# more (ROCm: block z 1024, grid y/z 65536, 64 KiB shared by default, 2 GiB "constant"), since the driver
+# checks launches against them and CUDA programs rely on launches past them failing.
+CUDA_CAPPED = ("MAX_THREADS_PER_BLOCK", "MAX_BLOCK_DIM_X", "MAX_BLOCK_DIM_Y", "MAX_BLOCK_DIM_Z", "MAX_GRID_DIM_X",
+               "MAX_GRID_DIM_Y", "MAX_GRID_DIM_Z", "MAX_SHARED_MEMORY_PER_BLOCK", "TOTAL_CONSTANT_MEMORY",
+               "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN")
 
 # family -> compute capability reported by default (ZLUDA's choice: 8.x, so apps take existing code paths)
 DEFAULT_CC = {"RDNA1": (8, 6), "RDNA2": (8, 6), "RDNA3": (8, 8), "RDNA3.5": (8, 8), "RDNA4": (8, 8),
@@ -66,7 +72,8 @@ def hip_attributes(hip, device: int, base: dict) -> dict:
         except RuntimeError:
             continue
         if int(r[0]) == 0:
-            out[number] = int(r[1])
+            value = int(r[1])
+            out[number] = min(value, base[number]) if cuda_name in CUDA_CAPPED and number in base else value
     for cuda_name, value in FIXED.items():
         out[ATTRIBUTE[cuda_name]] = value
     return out
