@@ -42,7 +42,8 @@ def _calls(log):
     return [json.loads(ln) for ln in log.read_text().splitlines()] if log.exists() else []
 
 
-def run_sample(built_samples, tmp_path, name):
+def _run(built_samples, tmp_path, name):
+    """(stdout, recorded calls) of samples/build/ptx/<name> under `zluda-py run --backend hip`; it must PASS."""
     _need_emulator()
     env, log = _env(tmp_path)
     prog = built_samples / "ptx" / name
@@ -50,7 +51,11 @@ def run_sample(built_samples, tmp_path, name):
                        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     out = r.stdout + r.stderr
     assert r.returncode == 0 and r.stdout.strip().splitlines()[-1] == "PASS", out[-4000:]
-    calls = _calls(log)
+    return r.stdout, _calls(log)
+
+
+def run_sample(built_samples, tmp_path, name):
+    _, calls = _run(built_samples, tmp_path, name)
     faults = [c for c in calls if c["call"] == "device-fault"]
     assert not faults, faults
     launches = [c for c in calls if c["call"] == "hipModuleLaunchKernel"]
@@ -107,6 +112,14 @@ def test_streams_events(built_samples, tmp_path):
     assert len({c["args"][0] for c in calls if c["call"] == "hipEventRecord"}) > 1
     streams = {c["args"][8] for c in calls if c["call"] == "hipModuleLaunchKernel"}
     assert len(streams) >= 4, streams                  # the pipeline's four streams
+
+
+@pytest.mark.parametrize("name", ["device_info", "error_paths"])
+def test_cuda_limits_over_hip(built_samples, tmp_path, name):
+    """CUDA's fixed limits hold though HIP's are larger (a block z of 128 must fail, 48 KiB default shared,
+    64 KiB constant memory): the attributes come from hipDeviceGetAttribute, capped at CUDA's."""
+    _, calls = _run(built_samples, tmp_path, name)
+    assert any(c["call"] == "hipDeviceGetAttribute" for c in calls)
 
 
 BACKEND_PATHS = textwrap.dedent(r"""
