@@ -278,10 +278,8 @@ def _link(obj: bytes, timeout: float) -> bytes:
 
 
 def _cache(cache_dir, key):
-    from ptx.host import _ObjectCache
-    c = _ObjectCache(cache_dir, key)
-    c.path = Path(cache_dir) / f"{key}.hsaco"
-    return c
+    from ptx.object_cache import ObjectCache
+    return ObjectCache(cache_dir, key, ".hsaco")
 
 
 def compile_amdgpu(text: str, target: str = "gfx1100", cache_dir=None, fma_contract=False, opt_level=3,
