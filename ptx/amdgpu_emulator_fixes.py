@@ -128,6 +128,13 @@ FIXES = (
         (("    data_bits = int(parts[1][1:]) if len(parts) == 2 else 32\n",
           "    data_bits = int(parts[1][1:]) if len(parts) == 2 else \\\n"
           "      val.dtype.itemsize * 8 if dest == 'RETURN_DATA' and isinstance(val, UOp) and val.dtype.itemsize == 8 else 32\n"),)),
+    Fix("setreg-of-mode-is-a-no-op",
+        "s_setreg(_imm32)_b32 did not compile (its pcode names WAVE_STATUS, which the emulator lacks), so any "
+        "kernel writing a hardware register stopped; LLVM writes MODE with it on CDNA (denormal and rounding "
+        "bits around division and directed rounding). The emulator models no mode bits (a stated gap), so the "
+        "write now does nothing, as s_round_mode and s_denorm_mode already do on RDNA",
+        (("    if 'GETREG' in op_name:\n",
+          "    if 'SETREG' in op_name: return UOp.sink(*ctx.inc_pc())\n    if 'GETREG' in op_name:\n"),)),
     Fix("denormals-as-the-descriptor-says",
         "every kernel ran with the host's DAZ+FTZ set, so f32 and f64 denormals read as zero, although the "
         "kernel descriptor (rsrc1 FLOAT_DENORM_MODE) asks to keep them, as the project's code objects do; "
