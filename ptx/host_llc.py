@@ -1,0 +1,165 @@
+"""The host compiler's LLVM step (verify, optimise, emit a PIC object) in a long-lived child process, where an
+LLVM abort ("LLVM ERROR: ...", an assertion) kills the child and becomes a PTXError in the application.
+  python host_llc.py --serve    requests "CPU|- OPT LEN\\n" + IR on stdin; answers "OK LEN\\n" + object,
+                                "BAD LEN\\n" + verifier message or "ERR LEN\\n" + message on stdout"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+# ------------------------------------------------------------------ the child
+
+
+def _compile(ir: str, cpu: str, opt: int) -> bytes:
+    import llvmlite.binding as llvm
+    from ptx import host_target
+    tm = host_target.machine(cpu)[0]
+    try:
+        mod = llvm.parse_assembly(ir)
+        mod.verify()            # before any pass: LLVM's passes abort on a broken function
+    except RuntimeError as e:
+        raise SyntaxError(str(e)) from None
+    pto = llvm.create_pipeline_tuning_options(speed_level=opt)
+    pto.loop_vectorization = opt >= 2
+    pto.slp_vectorization = opt >= 2
+    pb = llvm.create_pass_builder(tm, pto)
+    pb.getModulePassManager().run(mod, pb)
+    return tm.emit_object(mod)
+
+
+def serve():
+    import llvmlite.binding as llvm
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    llvm.initialize_native_asmparser()
+    inp, out = sys.stdin.buffer, sys.stdout.buffer
+    while True:
+        header = inp.readline()
+        if not header:
+            return 0
+        cpu, opt, n = header.decode().split()
+        ir = inp.read(int(n)).decode()
+        try:
+            obj = _compile(ir, "" if cpu == "-" else cpu, int(opt))
+            out.write(b"OK %d\n" % len(obj) + obj)
+        except SyntaxError as e:
+            msg = str(e).encode()
+            out.write(b"BAD %d\n" % len(msg) + msg)
+        except Exception as e:  # noqa: BLE001 - any failure is an answer, not a dead child
+            msg = f"{type(e).__name__}: {e}".encode()
+            out.write(b"ERR %d\n" % len(msg) + msg)
+        out.flush()
+
+
+# ------------------------------------------------------------------ the parent
+
+def _python():
+    """An interpreter for the child (inside the shim, sys.executable is the host program)."""
+    import shutil
+    exe = sys.executable or ""
+    if os.path.basename(exe).startswith("python"):
+        return exe
+    v = f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    for p in (os.path.join(sys.exec_prefix, "bin", v), os.path.join(sys.prefix, "bin", v)):
+        if os.access(p, os.X_OK):
+            return p
+    return shutil.which(v) or shutil.which("python3") or exe
+
+
+class _Child:
+    """One child per process (a forked process starts its own), restarted after it dies."""
+
+    def __init__(self):
+        self.proc = None
+        self.err = None
+        self.owner = None
+        self.lock = threading.Lock()
+
+    def _start(self):
+        self.owner = os.getpid()
+        self.err = tempfile.TemporaryFile()
+        env = dict(os.environ)
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        # the child is a plain interpreter: an inherited LD_PRELOAD (the shim) must not load into it
+        env.pop("LD_PRELOAD", None)
+        self.proc = subprocess.Popen([_python(), "-m", "ptx.host_llc", "--serve"], cwd=root,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.err, env=env)
+
+    def _read(self, n, deadline):
+        import select
+        buf = b""
+        fd = self.proc.stdout
+        while len(buf) < n:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                raise TimeoutError
+            chunk = os.read(fd.fileno(), n - len(buf))
+            if not chunk:
+                raise EOFError
+            buf += chunk
+        return buf
+
+    def _died(self):
+        code = self.proc.wait()
+        self.err.seek(0)
+        lines = self.err.read().decode(errors="replace").strip().splitlines()
+        self.proc = None
+        why = next((ln for ln in lines if "LLVM ERROR" in ln), lines[-1] if lines else "")
+        return f"{'signal %d' % -code if code < 0 else 'exit %d' % code}: {why[:400]}"
+
+    def compile(self, ir: str, cpu: str, opt: int, timeout: float, what: str) -> bytes:
+        from ptx.errors import PTXError, PTXUnsupportedError
+        data = ir.encode()
+        with self.lock:
+            if self.proc is None or self.owner != os.getpid() or self.proc.poll() is not None:
+                try:
+                    self._start()
+                except OSError as e:
+                    raise PTXError(f"compiling {what}: cannot start the LLVM child: {e}") from None
+            deadline = time.monotonic() + timeout
+            try:
+                self.proc.stdin.write(b"%s %d %d\n" % ((cpu or "-").encode(), opt, len(data)) + data)
+                self.proc.stdin.flush()
+                line = b""
+                while not line.endswith(b"\n"):
+                    line += self._read(1, deadline)
+                status, n = line.split()
+                payload = self._read(int(n), deadline)
+            except TimeoutError:
+                self.proc.kill()
+                self._died()
+                raise PTXUnsupportedError(f"LLVM took longer than {timeout:.0f} s compiling {what}") from None
+            except (EOFError, BrokenPipeError, OSError, ValueError):
+                raise PTXUnsupportedError(f"LLVM aborted compiling {what} ({self._died()})") from None
+        if status == b"OK":
+            return payload
+        msg = payload.decode(errors="replace")
+        if status == b"BAD":
+            raise PTXError(f"internal code generation error in {what}: {msg[:2000]}")
+        raise PTXUnsupportedError(f"LLVM failed compiling {what}: {msg[:400]}")
+
+
+_child = _Child()
+TIMEOUT_ENV = "ZLUDA_COMPILE_TIMEOUT"
+
+
+def compile_object(ir: str, cpu: str, opt: int, what: str = "kernel code") -> bytes:
+    """The PIC object for LLVM IR text, built in the child; PTXError when the IR does not verify (a code
+    generator bug), PTXUnsupportedError when LLVM fails, aborts or runs past ZLUDA_COMPILE_TIMEOUT (s)."""
+    try:
+        timeout = float(os.environ.get(TIMEOUT_ENV, "") or 3600)
+    except ValueError:
+        timeout = 3600.0
+    return _child.compile(ir, cpu, opt, timeout, what)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] != ["--serve"]:
+        sys.exit("usage: host_llc.py --serve")
+    sys.exit(serve())
