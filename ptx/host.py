@@ -61,6 +61,7 @@ class HostKernel:
         self.uses_sync = info.uses_sync
         self.address = address
         self._param_types = info.param_types
+        self.fallback = None        # a lazy module's kernel has a barrier fallback of its own
 
     def __repr__(self):
         return f"<HostKernel {self.name} params={self.params}>"
@@ -122,7 +123,7 @@ class HostKernel:
         if status == 0:
             return      # before the getattr below, whose miss costs an exception per launch
         if status == runtime.TRAP:
-            fallback = getattr(self.module, "_fallback", None)
+            fallback = self.fallback or getattr(self.module, "_fallback", None)
             if fallback is not None and fallback.error is not None:     # its thunk reports it as a trap
                 raise KernelFault("trap", f"kernel {self.name}: {fallback.error}")
             raise KernelFault("trap", f"kernel {self.name} executed trap")
@@ -134,6 +135,34 @@ class HostKernel:
             raise KernelFault("fault", _fault_message(self.name, g))
         if status != 0:
             raise KernelFault("fault", f"kernel {self.name} status {status}")
+
+
+class LazyKernel(HostKernel):
+    """A kernel of a lazy module: its parameters and launch bounds are known at load; any other field (its
+    code, shared and frame sizes) compiles it first (ptx.host_lazy), raising PTXError if it cannot be."""
+
+    def __init__(self, module, name, layout):     # noqa: super().__init__ runs when it is compiled
+        self.module = module
+        self.name = name
+        self.params = [tuple(p) for p in layout["params"]]
+        self.param_size = layout["param_size"]
+        self._param_types = layout["param_types"]
+        self.maxntid = tuple(layout["maxntid"]) if layout["maxntid"] else None
+        self.reqntid = tuple(layout["reqntid"]) if layout["reqntid"] else None
+        self.shared_hint = layout.get("shared_hint", 0)
+
+    @property
+    def loaded(self) -> bool:
+        return "address" in self.__dict__
+
+    def __getattr__(self, attr):
+        if attr.startswith("__") or attr in ("module", "name"):
+            raise AttributeError(attr)
+        self.module._lazy.load(self)
+        return object.__getattribute__(self, attr)
+
+    def __repr__(self):
+        return f"<LazyKernel {self.name} params={self.params} loaded={self.loaded}>"
 
 
 _FAULT = 4      # PTXRT_FAULT: a block touched memory it may not (ptxrt.h, "memory faults in kernels")
@@ -186,6 +215,23 @@ class HostModule:
         self._code = code
         self._fallback = None
         self._memcheck = memcheck
+        self._lazy = None           # host_lazy.LazyKernels of a lazy module
+
+    @property
+    def lazy(self) -> bool:
+        return self._lazy is not None
+
+    def load_all(self) -> dict:
+        """Compile every kernel of a lazy module now (CUDA_MODULE_LOADING=EAGER): name -> the PTXError of
+        each that cannot be; it is raised again by every use of that kernel."""
+        failed = {}
+        for k in list(self.kernels.values()):
+            if isinstance(k, LazyKernel):
+                try:
+                    self._lazy.load(k)
+                except PTXError as e:
+                    failed[k.name] = e
+        return failed
 
     def kernel(self, name) -> HostKernel:
         try:
@@ -199,6 +245,8 @@ class HostModule:
             return
         if self._fallback is not None:
             self._fallback.close()
+        if self._lazy is not None:
+            self._lazy.close()          # the kernels' copies before the globals' copy they bind to
         if self._memcheck:
             from ptx import runtime
             for addr, size in self.globals.values():
@@ -208,7 +256,8 @@ class HostModule:
         code.close()
         for k in self.kernels.values():
             k.address = 0
-        self.kernels, self.globals, self._fallback = {}, {}, None
+            k.fallback = None
+        self.kernels, self.globals, self._fallback, self._lazy = {}, {}, None, None
 
 
 # ------------------------------------------------------------------ compile
@@ -240,40 +289,108 @@ def load_object(obj: bytes, what="kernel code", directory=None):
     return host_loader.LoadedCode(host_loader.link(obj, what), directory)
 
 
-def cache_key(text, fma_contract=False, opt_level=3, cpu=None, memcheck=False) -> str:
+def cache_key(text, fma_contract=False, opt_level=3, cpu=None, memcheck=False, lazy=False) -> str:
     """What names a module's cache entry: its text and everything that changes its code, known without
     parsing it."""
     from ptx import host_target
     with _llvm_lock:
         tm_key = host_target.machine(cpu)[1]
     parts = [text, COMPILER_VERSION, str(fma_contract), str(opt_level), tm_key, _FORMAT]
-    return hashlib.sha256("\0".join(parts + (["memcheck"] if memcheck else [])).encode()).hexdigest()
+    parts += (["memcheck"] if memcheck else []) + (["lazy"] if lazy else [])
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
 def compile_host(text: str, cache_dir=None, fma_contract=False, opt_level=3, dump_dir=None, cpu=None,
-                 memcheck=False, cache_max_mb=None, **_):
+                 memcheck=False, cache_max_mb=None, lazy=False, isolate=False, **_):
     """cpu: the LLVM CPU name to build for (None: ZLUDA_CPU_TARGET; "" or unset: this machine's).
     memcheck: check every access against the runtime's range table (ptx/codegen/memcheck.py).
+    lazy: build only the globals now, each kernel on first use (LazyKernel); otherwise the whole module,
+    or (isolate) when one of its kernels cannot be, every kernel on its own: the others keep working.
     A cache hit (cache_dir) loads the stored shared object and metadata: nothing is parsed or compiled;
-    dump_dir asks for the IR, so it always compiles."""
-    from ptx import host_meta
+    dump_dir asks for the IR, so it always compiles (and whole)."""
+    from ptx import host_meta, parse
     from ptx.host_cache import KernelCache
     cache = key = None
+    opts = (fma_contract, opt_level, cpu, memcheck)
     if cache_dir:
         key = cache_key(text, fma_contract, opt_level, cpu, memcheck)
         cache = KernelCache(cache_dir, None if cache_max_mb is None else cache_max_mb * (1 << 20))
-        got = None if dump_dir else cache.load(key)
+        got = None if dump_dir else cache.load(key)     # lazy too: a whole module compiled is best
         if got is not None:
             meta, so = got
             try:
+                if "lazy" in meta:      # a module compiled kernel by kernel (one could not be)
+                    mod = _instantiate_lazy(text, None, meta, so, True, opts, cache, _lazy_key(key, text, opts))
+                    mod.load_all()
+                    return mod
                 return _instantiate(meta, so, True, opt_level, cpu, memcheck, cache, key)
             except (PTXError, KeyError, TypeError, ValueError):
                 pass                # an entry another build wrote differently: compiled again below
-    meta, so, ir_text = host_meta.build(text, fma_contract, opt_level, dump_dir, cpu, memcheck)
+    if lazy and not dump_dir:
+        mod = _compile_lazy(text, None, opts, cache, key and _lazy_key(key, text, opts))
+        if mod is not None:
+            return mod
+    module = parse(text)            # invalid PTX fails the load, whole or lazy
+    try:
+        meta, so, ir_text = host_meta.build(text, fma_contract, opt_level, dump_dir, cpu, memcheck, module)
+    except PTXError:
+        # one kernel's gap (an instruction not implemented, a compiler failure) costs that kernel only
+        mod = None if dump_dir or not isolate else _compile_lazy(text, module, opts, cache, key and _lazy_key(key, text, opts))
+        if mod is None:
+            raise
+        if cache is not None:
+            cache.store(key, mod._meta, mod._so)
+        mod.load_all()
+        return mod
     if cache is not None:
         cache.store(key, meta, so)
     mod = _instantiate(meta, so, False, opt_level, cpu, memcheck, cache, key)
     mod.ir = ir_text
+    return mod
+
+
+def _lazy_key(key, text, opts):
+    return cache_key(text, *opts, lazy=True)
+
+
+def _compile_lazy(text, module, opts, cache, key):
+    """A lazy module (its globals built or from the cache), or None when it must be compiled whole."""
+    from ptx import host_lazy, parse
+    got = cache.load(key) if cache is not None else None
+    if got is not None:
+        try:
+            return _instantiate_lazy(text, None, got[0], got[1], True, opts, cache, key)
+        except (PTXError, KeyError, TypeError, ValueError):
+            pass
+    if module is None:
+        module = parse(text)
+    built = host_lazy.build_globals(module, *opts)
+    if built is None:
+        return None
+    if cache is not None:
+        cache.store(key, *built)
+    return _instantiate_lazy(text, module, built[0], built[1], False, opts, cache, key)
+
+
+def _instantiate_lazy(text, module, meta, so, hit, opts, cache, key) -> HostModule:
+    from ptx import host_lazy, host_loader, host_target
+    host_target.check_names(meta["undefined"], "the module's globals")
+    code = host_loader.LoadedCode(so, cache.dir if cache is not None else None)
+    try:
+        globals_ = {name: (code.address(gname), size) for name, (gname, size) in meta["globals"].items()}
+        _apply_relocations(code, meta, globals_)
+    except BaseException:
+        code.close()
+        raise
+    if opts[3]:
+        _memcheck_globals(globals_)
+    kernels = {name: LazyKernel(None, name, layout) for name, layout in meta["lazy"].items()}
+    mod = HostModule(kernels, globals_, "", code, hit, {}, opts[3])
+    mod._lazy = host_lazy.LazyKernels(text, module, opts, cache, key, code,
+                                      [gname for gname, _ in meta["globals"].values()])
+    mod._meta, mod._so = meta, so
+    for k in kernels.values():
+        k.module = mod
     return mod
 
 
@@ -327,15 +444,17 @@ class _LazyFallback:
     never need it, and it is about half of their compile time. Its shared object binds to the main
     module's copy (its globals) and is cached beside it."""
 
-    def __init__(self, meta, code, opt_level, cpu, cache, key):
-        from ptx import host_loader, host_target
+    def __init__(self, meta, code, opt_level, cpu, cache, key, main=None, main_names=None):
+        from ptx import host_llc, host_loader, host_target
         # resolved here: the first call runs on a runtime worker, maybe while the launching thread
         # holds an import lock
-        self.loader, self.target = host_loader, host_target
+        self.loader, self.target, self.llc = host_loader, host_target, host_llc
         self.text = meta["fallback"]
         self.opt_level, self.cpu, self.cache, self.key = opt_level, cpu, cache, key
-        self.main = code
-        self.main_names = {gname for gname, _ in meta["globals"].values()}     # bound to its copy
+        # bound to the copy holding the globals: the module's own, or a lazy module's globals' copy
+        self.main = main if main is not None else code
+        self.main_names = main_names if main_names is not None else \
+            {gname for gname, _ in meta["globals"].values()}
         self.code = None
         self.entries = None
         self.error = None
@@ -357,13 +476,8 @@ class _LazyFallback:
         return entry(L, b, W, scratch, soa, n)
 
     def _build(self):
-        import llvmlite.binding as llvm
-        _init_llvm()
-        tm = self.target.machine(self.cpu)[0]
-        llmod = llvm.parse_assembly(self.text)
-        llmod.verify()
-        obj = emit_object(llmod, self.opt_level, tm)
         what = "the barrier fallback's code"
+        obj = self.llc.compile_object(self.text, self.target.cpu_name(self.cpu), self.opt_level, what)
         undefined = sorted(self.target.undefined_symbols(obj) - self.main_names)
         self.target.check_names(undefined, what)
         return self.loader.link(obj, what, needs_main=True), undefined

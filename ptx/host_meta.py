@@ -7,12 +7,10 @@ import dataclasses
 from types import SimpleNamespace
 
 
-def build(text, fma_contract, opt_level, dump_dir, cpu, memcheck):
-    """(metadata, shared object, LLVM IR text) for PTX text."""
-    from ptx import host, host_loader, host_target, pipeline
+def build(text, fma_contract, opt_level, dump_dir, cpu, memcheck, module=None):
+    """(metadata, shared object, LLVM IR text) for PTX text (`module`: its AST, already parsed)."""
+    from ptx import host_llc, host_loader, host_target, pipeline
     from ptx.codegen.host_module import FALLBACK_GLOBAL, build_host_ir
-    from ptx.errors import PTXError
-    import llvmlite.binding as llvm
 
     found = {}
 
@@ -20,20 +18,13 @@ def build(text, fma_contract, opt_level, dump_dir, cpu, memcheck):
         hir = build_host_ir(module, fma_contract=fma_contract, memcheck=memcheck)
         found["resources"] = _estimate(module)
         return hir
-    hir = pipeline.lower(text, lower)
+    hir = pipeline.lower(text, lower) if module is None else pipeline.lower_module(module, lower)
     if dump_dir:
         pipeline.dump(dump_dir, text, hir.text)
         if hir.fallback:
             pipeline.dump(dump_dir, text, hir.fallback, ir_suffix="fallback.ll")
-    with host._llvm_lock:
-        host._init_llvm()
-        tm = host_target.machine(cpu)[0]
-        try:
-            llmod = llvm.parse_assembly(hir.text)
-            llmod.verify()
-        except RuntimeError as e:
-            raise PTXError(f"internal code generation error: {e}") from e
-        obj = host.emit_object(llmod, opt_level, tm)
+    # verified, optimised and emitted in a child process: LLVM aborts on what it cannot handle
+    obj = host_llc.compile_object(hir.text, host_target.cpu_name(cpu), opt_level, "the module")
     host_target.check_object(obj)
     so = host_loader.link(obj)
     meta = {

@@ -10,8 +10,11 @@ def lower(text: str, build_ir):
     """Parse `text` and run the target's IR builder on it; a code-generator bug still surfaces as PTXError
     (with the position being compiled), so callers only ever see the compiler's own error type."""
     from ptx import parse
+    return lower_module(parse(text), build_ir)
 
-    module = parse(text)
+
+def lower_module(module, build_ir):
+    """lower() for a module already parsed (and checked)."""
     try:
         return build_ir(module)
     except PTXError:
