@@ -13,6 +13,7 @@ _lock = threading.Lock()
 _calls: dict = {}       # function name -> [calls, total ns]
 _kernels: dict = {}     # kernel name -> [launches, total ns, max ns] (Python launch path)
 _modules: list = []     # (module name, ns, cache hit)
+_lazy_kernels: list = []    # (kernel name, ns, cache hit) of lazy modules' kernels
 _start = _clock()
 _installed = False
 _reported = False
@@ -51,6 +52,12 @@ def kernel_ran(name: str, ns: int) -> None:
 def module_compiled(name: str, ns: int, cache_hit: bool) -> None:
     with _lock:
         _modules.append((name, ns, cache_hit))
+
+
+def kernel_compiled(name: str, ns: int, cache_hit: bool) -> None:
+    """A lazy module's kernel built at its first use (CUDA_MODULE_LOADING=LAZY)."""
+    with _lock:
+        _lazy_kernels.append((name, ns, cache_hit))
 
 
 def install() -> None:
@@ -221,6 +228,12 @@ def lines() -> list:
             out.append(f"  {_clip(n, 40):<42}{'cache hit' if h else 'compiled':<10}{t / 1e6:>10.1f} ms")
         if len(modules) > _MAX_MODULES:
             out.append(f"  ({len(modules) - _MAX_MODULES} more module loads)")
+    with _lock:
+        lazy = list(_lazy_kernels)
+    if lazy:
+        hits = sum(1 for _, _, h in lazy if h)
+        out.append(f"lazy kernels: {len(lazy) - hits} compiled ({sum(t for _, t, h in lazy if not h) / 1e6:.1f} ms), "
+                   f"{hits} from the cache ({sum(t for _, t, h in lazy if h) / 1e6:.1f} ms)")
     return out
 
 

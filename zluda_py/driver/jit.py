@@ -92,7 +92,9 @@ def check_static_shared(backend_module, ptx_text: str, limit: int, name: str) ->
     """Refuse a module whose kernel has more static shared memory than the device's per-block opt-in
     maximum, as ptxas does when the driver compiles it (218). The backend's figure covers the module's
     whole common area, so only a module over the limit there is measured kernel by kernel."""
-    over = [n for n, f in backend_module.functions().items() if f.info.static_shared_bytes > limit]
+    # a lazy kernel not compiled yet: its declarations' sum bounds it; only one over the limit is compiled
+    over = [n for n, f in backend_module.functions().items()
+            if (f.info.static_shared_bytes if getattr(f, "loaded", True) else f.kernel.shared_hint) > limit]
     if not over:
         return
     from zluda_py.driver.module import kept_resources

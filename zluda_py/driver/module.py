@@ -51,7 +51,6 @@ class Function:
         self.module = module
         self.name = name
         self.backend_fn = backend_fn
-        self.info = backend_fn.info
         self.cache_config = 0
         self.settable = {ATTR_MAX_DYNAMIC_SHARED_SIZE_BYTES: 0, ATTR_PREFERRED_SHARED_MEMORY_CARVEOUT: -1,
                          ATTR_REQUIRED_CLUSTER_WIDTH: 0, ATTR_REQUIRED_CLUSTER_HEIGHT: 0,
@@ -60,6 +59,11 @@ class Function:
         self._c_name = None
         self._limits = None
         handles.new(self)
+
+    @property
+    def info(self):
+        # a lazy module's kernel is compiled here, at its first launch or query (CudaError if it cannot be)
+        return self.backend_fn.info
 
     @property
     def device(self) -> int:
@@ -196,6 +200,8 @@ class Module:
                 backend_fn = self.backend_module.functions().get(name)
                 if backend_fn is None:
                     raise CudaError(CUDA_ERROR_NOT_FOUND, f"module {self.name} has no kernel named {name!r}")
+                if not _lazy_loading():
+                    backend_fn.info     # EAGER: a kernel that could not be compiled is refused here
                 f = self.functions[name] = Function(self, name, backend_fn)
         return f
 
@@ -541,9 +547,11 @@ def module_enumerate_functions(functions_out, num, hmod):
 def module_get_loading_mode(mode_out):
     # CU_MODULE_LAZY_LOADING, CUDA's default since 12.2 (CUDA_MODULE_LOADING=EAGER asks for the other):
     # cudart then loads each image just before its first launch, so unused kernels are never compiled.
-    import os
-    eager = os.environ.get("CUDA_MODULE_LOADING", "").upper() == "EAGER"
-    cmem.write_u32(mode_out, 1 if eager else 2, "mode")
+    cmem.write_u32(mode_out, 2 if _lazy_loading() else 1, "mode")
+
+
+def _lazy_loading() -> bool:
+    return os.environ.get("CUDA_MODULE_LOADING", "").strip().upper() != "EAGER"
 
 
 # --- cuFunc* -------------------------------------------------------------------------------------------
@@ -606,10 +614,11 @@ def func_get_module(hmod_out, hfunc):
 
 @export("cuFuncIsLoaded")
 def func_is_loaded(state_out, hfunc):
-    get_function(hfunc)
-    cmem.write_u32(state_out, 1, "state")   # CU_FUNCTION_LOADING_STATE_LOADED
+    f = get_function(hfunc)
+    # CU_FUNCTION_LOADING_STATE_LOADED (1), or UNLOADED (0) for a lazy kernel not compiled yet
+    cmem.write_u32(state_out, 1 if getattr(f.backend_fn, "loaded", True) else 0, "state")
 
 
 @export("cuFuncLoad")
 def func_load(hfunc):
-    get_function(hfunc)
+    get_function(hfunc).info

@@ -13,26 +13,84 @@ from zluda_py.errors import (CudaError, CUDA_ERROR_INVALID_PTX, CUDA_ERROR_NOT_S
 
 
 class CpuFunction(BackendFunction):
+    """A kernel; of a lazy module (CUDA_MODULE_LOADING=LAZY) it is compiled on first use of `info` or
+    `native` (a launch, an attribute query), a kernel that cannot be raising CUDA_ERROR_NOT_SUPPORTED."""
+
     def __init__(self, name: str, kernel):
         self.name = name
         self.kernel = kernel
+        self._info = self._native = None
+
+    @property
+    def loaded(self) -> bool:
+        """False for a lazy module's kernel not compiled yet (cuFuncIsLoaded)."""
+        return getattr(self.kernel, "loaded", True)
+
+    @property
+    def info(self):
+        if self._info is None:
+            self._materialize()
+        return self._info
+
+    @property
+    def native(self):
+        if self._info is None:
+            self._materialize()
+        return self._native
+
+    def _materialize(self):
+        kernel = self.kernel
+        if getattr(kernel, "loaded", True) is False:
+            _load_kernel(kernel, self.name)
+        name = self.name
         params = [KernelParam(offset=o, size=s, align=a) for (o, s, a) in kernel.params]
         size = getattr(kernel, "param_size", None)
         if size is None:
             size = max((p.offset + p.size for p in params), default=0)
-        self.info = FunctionInfo(name=name, params=params, param_size=size,
+        info = FunctionInfo(name=name, params=params, param_size=size,
                                  static_shared_bytes=getattr(kernel, "static_shared_bytes", 0),
                                  local_bytes=getattr(kernel, "local_bytes", 0),
                                  reqntid=getattr(kernel, "reqntid", None), maxntid=getattr(kernel, "maxntid", None))
         # What the native launch queue needs to run it without Python: (block function, static shared
         # bytes, frame bytes, parameter bytes); None for a kernel that only has launch_raw.
         address = getattr(kernel, "address", None)
-        self.native = (address, getattr(kernel, "shared_reserve_bytes", kernel.static_shared_bytes),
+        self._native = (address, getattr(kernel, "shared_reserve_bytes", kernel.static_shared_bytes),
                        kernel.frame_bytes, kernel.param_size) \
             if address and hasattr(kernel, "frame_bytes") else None
+        self._info = info
 
     def launch_raw(self, grid, block, params_address, shared_bytes, cooperative=False):
         return self.kernel.launch_raw(grid, block, params_address, shared_bytes, cooperative=cooperative)
+
+
+def _load_kernel(kernel, name):
+    import ptx
+    from zluda_py import profile
+    try:
+        kernel.address      # compiles it (ptx.host.LazyKernel)
+    except ptx.PTXError as e:
+        err = ptx_error(e, name)
+        log.error(f"kernel {name}: cannot be compiled: {e}")
+        raise err from None
+    if profile.ON:
+        profile.kernel_compiled(name, kernel.compile_ns, kernel.compile_hit)
+
+
+class _LazyResources:
+    """A lazy module's resource estimates: a kernel's are known once it is compiled, which asking does."""
+
+    def __init__(self, functions, resources):
+        self.functions, self.resources = functions, resources
+
+    def get(self, name):
+        f = self.functions.get(name)
+        if f is None:
+            return None
+        try:
+            f.info
+        except CudaError:
+            return None
+        return self.resources.get(name)
 
 
 class CpuModule(BackendModule):
@@ -47,6 +105,8 @@ class CpuModule(BackendModule):
         return self._module.globals.get(name)
 
     def kernel_resources(self):
+        if getattr(self._module, "lazy", False):
+            return _LazyResources(self._functions, self._module.resources)
         return self._module.resources or None
 
     def unload(self) -> None:
@@ -76,12 +136,21 @@ def compile_options() -> dict:
     return opts
 
 
+def lazy_loading() -> bool:
+    """CUDA_MODULE_LOADING: LAZY (the default, as since CUDA 12.2) or EAGER."""
+    return os.environ.get("CUDA_MODULE_LOADING", "").strip().upper() != "EAGER"
+
+
 def compile_module(ptx_text: str, target: str, name: str = ""):
     """ptx.compile with the options the environment asks for (every backend), its errors turned into the
     CUresults a module load returns."""
     import ptx
+    opts = compile_options()
+    if target == "host":
+        opts["lazy"] = lazy_loading()
+        opts["isolate"] = True      # EAGER: one kernel's gap fails its cuModuleGetFunction, not the load
     try:
-        return ptx.compile(ptx_text, target=target, **compile_options())
+        return ptx.compile(ptx_text, target=target, **opts)
     except ptx.PTXError as e:
         raise ptx_error(e, name) from None
     except OSError as e:
@@ -106,5 +175,13 @@ def load_module(ptx_text: str, name: str = "") -> CpuModule:
     host_module = compile_module(ptx_text, "host", name)
     if log.TRACE:
         log.write(f"module {name}: {len(host_module.kernels)} kernels, "
+                  f"{'lazily, ' if getattr(host_module, 'lazy', False) and lazy_loading() else ''}"
                   f"{'from the cache' if getattr(host_module, 'cache_hit', False) else 'compiled'}")
-    return CpuModule(host_module)
+    m = CpuModule(host_module)
+    if getattr(host_module, "lazy", False) and not lazy_loading():
+        for fn in m.functions().values():       # each kernel's error now, where cuModuleGetFunction sees it
+            try:
+                fn.info
+            except CudaError:
+                pass
+    return m
