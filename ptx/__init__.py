@@ -11,7 +11,10 @@ Importable on its own; it knows nothing of the CUDA driver. The API:
     mod.globals["sym"]                            # (address, size) of a .global/.const variable
 
     amd = ptx.compile(text, target="gfx1100")      # -> ptx.amdgpu.AmdgpuModule: .code_object (linked
-                                                   # ELF, code object v5), .kernels[name] metadata
+                                                   # ELF, code object v5), .kernels[name] metadata;
+                                                   # "gfx1100:cumode" / ZLUDA_AMDGPU_FEATURES add features
+    amd.kernel("vecAdd").launch(grid, block, args)  # on tinygrad's emulator (ZLUDA_AMDGPU_EMULATOR), not
+                                                   # hardware; launch_raw takes the packed parameters
 
     ptx.parse(text) -> ptx.ast.Module              # raises ptx.errors.PTXError subclasses only;
                                                    # runs ptx.check(module) unless check=False
