@@ -52,6 +52,7 @@ class EmulatorError(RuntimeError):
 # ------------------------------------------------------------------ finding and loading the emulator
 
 _lock = threading.RLock()
+_run_lock = threading.Lock()
 _emu = None
 _applied = ()
 
@@ -181,7 +182,7 @@ def _isa_of(info):
 
 class EmulatedCodeObject:
     """A linked code object loaded into this process for the emulator: segments at their virtual addresses,
-    dynamic relocations applied, cache invalidates it cannot decode replaced by s_nop.
+    dynamic relocations applied, the cache maintenance it cannot run (no caches) replaced by s_nop.
 
     Device memory is host memory: a pointer in the kernel arguments is an address in this process (a numpy
     array's `.ctypes.data`, a ctypes buffer, ...), read and written in place by the kernel."""
@@ -210,7 +211,6 @@ class EmulatedCodeObject:
         self.symbols = {name: (base + value, size) for name, _, size, defined, value in self.info.dynsyms
                         if defined and name}
         self.replaced = self._replace_cache_invalidates(emu, code)
-        self._lock = threading.Lock()
 
     def _replace_cache_invalidates(self, emu, code):
         """Walks the code sections with the emulator's own decoder, so instruction sizes (literals) are exact."""
@@ -331,7 +331,7 @@ class EmulatedCodeObject:
         rsrc2 = (kd["rsrc2"] & ~_RSRC2_LDS_MASK) | ((-(-lds // _LDS_GRANULE)) << _RSRC2_LDS_SHIFT)
         flush = _flushes_denormals(name, kd["rsrc1"])
         emu = emulator()
-        with self._lock:
+        with _run_lock:             # the emulator's state (instruction caches, FPU mode) is per process
             try:
                 rc = emu.run_asm(kd["address"] + kd["entry"], 0, *g, *b, kernarg.address, rsrc2=rsrc2,
                                  scratch_size=scratch, arch=self.isa, user_data=user, flush_denormals=flush)
