@@ -231,7 +231,8 @@ class CpuStream(BackendStream):
         """True when the copy is already done (it ran inline on an idle stream)."""
         if not size:
             return True
-        if size <= INLINE_BYTES and not self._busy and launchq.reached(self._ticket):
+        t = self._ticket
+        if size <= INLINE_BYTES and not self._busy and launchq.DONE[(t & 15) << 3] >= t:
             with self._lock:
                 if not self._busy:   # the common synchronous case, without building a task
                     if size <= libc.SMALL_COPY:
@@ -371,7 +372,8 @@ class CpuStream(BackendStream):
         self.enqueue(lambda: _wait_until(addr, value, size, op), inline=_value_ready(addr, value, size, op))
 
     def query(self) -> bool:
-        if self._busy or self._tasks or not launchq.reached(self._ticket):
+        t = self._ticket
+        if self._busy or self._tasks or launchq.DONE[(t & 15) << 3] < t:
             return False
         # The fault first, then idle: the shim's fast path skips Python for sync copies only while no
         # stream counts as busy, so the sticky error must be set before this one stops counting.
@@ -408,7 +410,8 @@ class CpuStream(BackendStream):
                 self._waiting -= 1
         t = self._ticket
         if t:
-            launchq.wait(t)
+            if launchq.DONE[(t & 15) << 3] < t:     # lane t & 15's counter, read without a call
+                launchq.wait(t)
             if self._state is not None:     # before idle, as in query()
                 self._native_fault()
             if self._reported:
