@@ -53,13 +53,14 @@ def test_order_exact(lanes_exe, streams, native):
 
 @pytest.mark.parametrize("streams", ["1", "2"])
 def test_small_kernels_of_two_streams_overlap(lanes_exe, streams):
-    """The %globaltimer intervals of the two streams' 20 ms kernels: disjoint with one lane, overlapping with
-    two (a property of the schedule, whatever else the machine runs; the wall time is printed)."""
+    """The %globaltimer intervals of the two streams' six 20 ms kernels: disjoint with one lane; with two,
+    both streams run a kernel at once for at least one kernel's time (about 120 ms on an idle machine;
+    the wall time is printed)."""
     r = _run(lanes_exe, "overlap", ZLUDA_STREAMS=streams, PTXRT_THREADS="2")
     assert r.returncode == 0 and "ALL PASSED" in r.stdout, r.stdout + r.stderr
-    overlapped = int(r.stdout.split("overlapped ")[1].split()[0])
+    both = float(r.stdout.split("both ran ")[1].split()[0])
     print(r.stdout.splitlines()[0])
-    assert overlapped == (0 if streams == "1" else 6), r.stdout
+    assert both == 0 if streams == "1" else both >= 20, r.stdout
 
 
 def _pool_figures(pool_exe, pool):
