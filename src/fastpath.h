@@ -26,8 +26,8 @@ int64_t zl_fast_busy_count(void);
 int zl_fast_publish_devices(int32_t n_devices, int32_t max_attr, const int32_t *values, const uint8_t *known,
                             int32_t version);
 
-/* The allocator shared by the fast path and the CPU backend (256-byte aligned blocks, a byte budget; with
- * ZLUDA_MEM_POOL=1 size-class pools of freed blocks). */
+/* The allocator shared by the fast path and the CPU backend (src/devmem.c: 256-byte aligned blocks, a byte
+ * budget; with ZLUDA_MEM_POOL=1 size-class pools of freed blocks). */
 void zl_mem_set_total(uint64_t total);
 uint64_t zl_mem_alloc(uint64_t size);
 int zl_mem_free(uint64_t addr);

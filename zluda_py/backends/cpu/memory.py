@@ -10,7 +10,7 @@ from zluda_py.errors import CudaError, CUDA_ERROR_OUT_OF_MEMORY, CUDA_ERROR_INVA
 
 ALIGNMENT = 256
 # ZLUDA_MEM_POOL=1 keeps freed blocks up to this size for the next allocation of the same rounded size
-# (src/fastpath.c pools by size class; this fallback, used without the shim, by rounded size). Off, a
+# (src/devmem.c pools by size class; this fallback, used without the shim, by rounded size). Off, a
 # free gives the block back at once.
 CACHE_BLOCK_LIMIT = 256 << 20
 
@@ -20,7 +20,7 @@ def pool_enabled() -> bool:
 
 
 class HostMemory:
-    """Inside the shim this is a thin wrapper over the C allocator of src/fastpath.c (native = True), which
+    """Inside the shim this is a thin wrapper over the C allocator of src/devmem.c (native = True), which
     the C fast path of cuMemAlloc/cuMemFree shares: one allocator, one accounting. Elsewhere (no shim
     loaded) the same allocator in Python."""
 
