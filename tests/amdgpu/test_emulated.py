@@ -44,9 +44,9 @@ EMU_GAPS = {
     "[div_rn_": "IEEE division: quotients near the denormal or overflow range come out 0 or inf "
                 "(v_div_scale/v_div_fmas/v_div_fixup rescaling)",
     "[rcp_rn_": "IEEE reciprocal: results near the denormal or overflow range come out 0 or inf (as div)",
-    "[div_approx_": "v_rcp_f32: denormal results flushed to 0 (the test's bound is 1 denormal ulp)",
-    "[div_full_": "v_rcp_f32: denormal results flushed to 0 (as div.approx)",
-    "[rcp_approx_f32]": "v_rcp_f32: denormal results flushed to 0",
+    "[div_approx_": "sometimes: v_rcp_f32 flushes denormal results to 0 (the test's bound is 1 denormal ulp)",
+    "[div_full_": "sometimes: v_rcp_f32 flushes denormal results to 0 (as div.approx)",
+    "[rcp_approx_f32]": "sometimes: v_rcp_f32 flushes denormal results to 0 (inputs near 2^127)",
     "[cvt_rni_": "v_rndne_f32/f64 lose the sign of a zero result (-0.3 rounds to +0) and f16 ties",
     "[cvt_rn_f16_f64]": "f64 beyond the f16 range converts to NaN, not +-inf",
     "[cvt_rn_bf16_f64]": "f64 beyond the bf16 range converts to NaN, not +-inf",
@@ -59,9 +59,9 @@ EMU_GAPS = {
 CDNA_GAPS = {
     "[add_sat_s32]": "VOP3 clamp on v_add_i32 (integer saturation) ignored: the sum wraps",
     "[sub_sat_s32]": "VOP3 clamp on v_sub_i32 ignored: the difference wraps",
-    "[mad_hi_sat_s32]": "VOP3 clamp on the integer add ignored: the result wraps",
-    "[max_NaN_": "v_max/v_pk_max (gfx9 IEEE mode): NaN operands and -0 against +0",
-    "[min_NaN_": "v_min/v_pk_min (gfx9 IEEE mode): NaN operands and -0 against +0",
+    "[mad_hi_sat_s32]": "sometimes: VOP3 clamp on the integer add ignored: the result wraps",
+    "[max_NaN_": "sometimes: v_max/v_pk_max (gfx9 IEEE mode): NaN operands and -0 against +0",
+    "[min_NaN_": "sometimes: v_min/v_pk_min (gfx9 IEEE mode): NaN operands and -0 against +0",
     "test_float_minmax_sign[m": "sometimes: v_min/v_max_f32 with -0 against +0 or denormals under .ftz",
     "test_half_minmax_neg_abs[": "sometimes: gfx9 v_max/v_min_f16 and v_pk_max/min_f16 return NaN for ordered "
                                  "operands (the CPU backend and the emulated gfx1100 agree with the test)",
