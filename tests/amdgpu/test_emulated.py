@@ -1,10 +1,10 @@
-"""The emulated lane: AMD code objects executed on tinygrad's RDNA3/CDNA emulator (ZLUDA_AMDGPU_EMULATOR)
-and compared with the CPU backend and numpy. Emulation is not hardware. ZLUDA_EMU_FULL=1: everything.
+"""The emulated lane: AMD code objects run on tinygrad's RDNA3/CDNA emulator (ZLUDA_AMDGPU_EMULATOR), compared
+with the CPU backend and numpy. Emulation is not hardware. ZLUDA_EMU_FULL=1 runs everything."""
 
-Each job is a pytest run in a child process (an emulator fault kills the child, not this run), two at a
-time: tests/ptx instruction files through ptxkit's gfx backend (ptxkit_amd.py) and the samples' kernels
-(emulated/corpus_cases.py). A test failing there must be one of the job's stated gaps, and a stated gap
-must still fail; tests the default slice leaves out are named with the reason below."""
+# Each job is a pytest run in a child process (an emulator fault kills the child, not this run), two at a
+# time: tests/ptx instruction files through ptxkit's gfx backend (ptxkit_amd.py) and the samples' kernels
+# (emulated/corpus_cases.py). A test failing there must be one of the job's stated gaps, and a stated gap
+# must still fail; what the default slice leaves out is named with the reason in _jobs.
 
 import concurrent.futures
 import json

@@ -1,6 +1,5 @@
-"""Each emulator fix (ptx/amdgpu_emulator_fixes.py) with a kernel it decides: with every fix the kernel
-gives the CPU backend's answer; under ZLUDA_EMU_FULL=1 it also runs in a child without that one fix
-(ZLUDA_AMDGPU_EMULATOR_NO_FIX) and must not (a wrong answer, an emulator error, or a crash)."""
+"""Each emulator fix with a kernel it decides: the CPU backend's answer with every fix; under ZLUDA_EMU_FULL=1
+also a child without that fix (ZLUDA_AMDGPU_EMULATOR_NO_FIX), which must go wrong or fail."""
 
 import json
 import os

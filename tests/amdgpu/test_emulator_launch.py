@@ -1,7 +1,5 @@
-"""AmdgpuModule.kernel(name).launch / launch_raw on the emulator: the kernarg segment and hidden arguments
-as ROCclr writes them, 3-D geometry, dynamic LDS, parameter buffers by address, module globals in emulator
-memory, the lane-31 repro, gfx1100 in WGP mode (as users build) and in CU mode, and what happens without
-an emulator. Fresh random inputs, poisoned outputs, every element checked."""
+"""AmdgpuModule.kernel(name).launch / launch_raw on the emulator: hidden arguments as ROCclr writes them,
+geometry, LDS, parameter buffers, globals, the lane-31 repro, WGP and CU mode, and no emulator at all."""
 
 import ctypes
 import os

@@ -1,10 +1,9 @@
-"""ptxkit's emulated AMD backend (PTXKIT_BACKEND=gfx1100, gfx1100:cumode, gfx950): each launch runs the AMD
-code object on the emulator and the CPU backend on copies of the same arguments, then compares them.
+"""ptxkit's emulated AMD backend (PTXKIT_BACKEND=gfx1100, gfx1100:cumode, gfx950): each launch runs on the
+emulator and, on copies of the arguments, on the CPU backend, and the two are compared."""
 
-PTXKIT_EMU_HOST=strict (default): an array the two leave different fails the launch (NaN matches NaN in
-float arrays); =report: the difference is only recorded. PTXKIT_EMU_STATS=<file> appends one JSON line per
-launch: kernel, arrays written, elements compared, elements that differ from the CPU backend.
-"""
+# PTXKIT_EMU_HOST=strict (default): an array the two leave different fails the launch (NaN matches NaN in
+# float arrays); =report: the difference is only recorded. PTXKIT_EMU_STATS=<file> appends one JSON line per
+# launch: kernel, arrays written, elements compared, elements that differ from the CPU backend.
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""The samples' kernels (nvcc PTX, ZLUDA_EMU_PTX: {build id: path}) on the emulated AMD target and the CPU
-backend; every output checked against numpy and against the CPU backend. Run by tests/amdgpu/test_emulated.py.
-Sizes are smaller than the samples' own (the emulator runs a few hundred thousand instructions a second)."""
+"""The samples' kernels (nvcc PTX from ZLUDA_EMU_PTX) on the emulated AMD target and the CPU backend, every
+output checked against numpy and the CPU backend; run by tests/amdgpu/test_emulated.py."""
+
+# Sizes are smaller than the samples' own: the emulator runs a few hundred thousand instructions a second.
 
 import json
 import os

@@ -1,6 +1,5 @@
-"""Runs a PTX kernel on the emulated AMD target (ZLUDA_EMU_TARGET, default gfx1100) and on the CPU backend
-with the same fresh inputs and poisoned outputs, and checks outputs element by element (exactly, or within
-a tolerance the case states); ZLUDA_EMU_STATS=<file> gets one JSON line per compared output."""
+"""A kernel on the emulated AMD target (ZLUDA_EMU_TARGET) and the CPU backend with the same inputs, checked
+element by element, exactly or within a stated tolerance (ZLUDA_EMU_STATS: one JSON line per output)."""
 
 from __future__ import annotations
 
