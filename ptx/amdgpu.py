@@ -9,13 +9,13 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ptx.amdgpu_targets import AmdgpuTarget, parse_target, with_features
+from ptx.child_process import python_executable, read_exactly
 from ptx.errors import PTXUnsupportedError
 
 _compiler_version = None
@@ -77,18 +77,6 @@ def find_linker():
         pass
     _linker = []
     return None
-
-
-def python_executable():
-    """A Python interpreter for the child (inside the shim, sys.executable is the host program)."""
-    exe = sys.executable or ""
-    if os.path.basename(exe).startswith("python"):
-        return exe
-    v = f"python{sys.version_info[0]}.{sys.version_info[1]}"
-    for p in (os.path.join(sys.exec_prefix, "bin", v), os.path.join(sys.prefix, "bin", v)):
-        if os.access(p, os.X_OK):
-            return p
-    return shutil.which(v) or shutil.which("python3") or exe
 
 
 def datalayout() -> str:
@@ -198,19 +186,7 @@ class _CompilerChild:
         self.proc = None
 
     def _read(self, n, deadline):
-        import select
-        import time
-        buf = b""
-        fd = self.proc.stdout
-        while len(buf) < n:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([fd], [], [], left)[0]:
-                raise TimeoutError
-            chunk = os.read(fd.fileno(), n - len(buf))
-            if not chunk:
-                raise EOFError
-            buf += chunk
-        return buf
+        return read_exactly(self.proc.stdout, n, deadline)
 
     def _readline(self, deadline):
         line = b""

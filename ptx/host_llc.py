@@ -12,6 +12,8 @@ import tempfile
 import threading
 import time
 
+from ptx.child_process import python_executable, read_exactly
+
 # ------------------------------------------------------------------ the child
 
 
@@ -58,19 +60,6 @@ def serve():
 
 # ------------------------------------------------------------------ the parent
 
-def _python():
-    """An interpreter for the child (inside the shim, sys.executable is the host program)."""
-    import shutil
-    exe = sys.executable or ""
-    if os.path.basename(exe).startswith("python"):
-        return exe
-    v = f"python{sys.version_info[0]}.{sys.version_info[1]}"
-    for p in (os.path.join(sys.exec_prefix, "bin", v), os.path.join(sys.prefix, "bin", v)):
-        if os.access(p, os.X_OK):
-            return p
-    return shutil.which(v) or shutil.which("python3") or exe
-
-
 class _Child:
     """One child per process (a forked process starts its own), restarted after it dies."""
 
@@ -88,22 +77,11 @@ class _Child:
         env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         # the child is a plain interpreter: an inherited LD_PRELOAD (the shim) must not load into it
         env.pop("LD_PRELOAD", None)
-        self.proc = subprocess.Popen([_python(), "-m", "ptx.host_llc", "--serve"], cwd=root,
+        self.proc = subprocess.Popen([python_executable(), "-m", "ptx.host_llc", "--serve"], cwd=root,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.err, env=env)
 
     def _read(self, n, deadline):
-        import select
-        buf = b""
-        fd = self.proc.stdout
-        while len(buf) < n:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([fd], [], [], left)[0]:
-                raise TimeoutError
-            chunk = os.read(fd.fileno(), n - len(buf))
-            if not chunk:
-                raise EOFError
-            buf += chunk
-        return buf
+        return read_exactly(self.proc.stdout, n, deadline)
 
     def _died(self):
         code = self.proc.wait()
