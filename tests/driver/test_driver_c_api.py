@@ -1,34 +1,20 @@
 """tests/driver/test_c_api.c, compiled with gcc against cuda.h and linked with the built libcuda.so.1:
 devices, contexts, memory, copies, streams, events, pointer attributes, pools, bad input and leaks."""
 
-import os
-import shutil
 import subprocess
 
 import pytest
 
-CUDA_INC = "/usr/local/cuda/include"
-HERE = os.path.dirname(os.path.abspath(__file__))
-
-pytestmark = [
-    pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc not installed"),
-    pytest.mark.skipif(not os.path.isfile(os.path.join(CUDA_INC, "cuda.h")), reason="cuda.h not installed"),
-]
+from chost import C_HOST, user_env, build_c_host
 
 
-def user_env(**extra):
-    """What a user who set nothing has: no PYTHONPATH, no ZLUDA_* settings."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH" and not k.startswith("ZLUDA_")}
-    env.update(extra)
-    return env
+pytestmark = C_HOST
 
 
 @pytest.fixture(scope="module")
 def c_api_exe(shim_libdir, tmp_path_factory):
     exe = str(tmp_path_factory.mktemp("capi") / "test_c_api")
-    subprocess.run(["gcc", "-O1", "-Wall", "-Werror", "-I", CUDA_INC, os.path.join(HERE, "test_c_api.c"),
-                    "-o", exe, "-L", shim_libdir, "-lcuda", "-lpthread", f"-Wl,-rpath,{shim_libdir}"],
-                   check=True)
+    build_c_host(shim_libdir, "test_c_api.c", exe, ["-lpthread"])
     return exe
 
 

@@ -4,35 +4,12 @@ stream ordering under concurrency, and that streams cost no threads of their own
 
 import os
 import re
-import subprocess
-import sys
-import textwrap
 
 import pytest
 
+from chost import run_py
+
 CUDA_H = "/usr/local/cuda/include/cuda.h"
-
-PRELUDE = """
-import ctypes, sys, threading, time
-lib = ctypes.CDLL(sys.argv[1] + "/libcuda.so.1")
-P = ctypes.byref
-def ok(r, what=""):
-    assert r == 0, f"{what} -> {r}"
-def primary():
-    ok(lib.cuInit(0), "cuInit")
-    ctx = ctypes.c_void_p()
-    ok(lib.cuDevicePrimaryCtxRetain(P(ctx), 0))
-    ok(lib.cuCtxSetCurrent(ctx))
-    return ctx
-"""
-
-
-def run_py(shim_libdir, code, **env_extra):
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH" and not k.startswith("ZLUDA_")}
-    env.update(env_extra)
-    src = PRELUDE + textwrap.dedent(code)
-    return subprocess.run([sys.executable, "-c", src, shim_libdir], env=env, capture_output=True, text=True,
-                          timeout=120)
 
 
 def check(r):

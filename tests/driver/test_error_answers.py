@@ -5,36 +5,25 @@ they poison, a released primary context, odd arguments, kernelParams/extra abuse
 import json
 import os
 import re
-import shutil
 import subprocess
 
 import pytest
 
+from chost import C_HOST, user_env, build_c_host
+
 from zluda_py.errors import NAME_OF
 
-CUDA_INC = "/usr/local/cuda/include"
 HERE = os.path.dirname(os.path.abspath(__file__))
 NVIDIA = json.load(open(os.path.join(HERE, "..", "data", "nvidia_error_answers.json")))
 LINE = re.compile(r"^([\w.]+) (-?\d+)(?: (\w+))?$")
 
-pytestmark = [
-    pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc not installed"),
-    pytest.mark.skipif(not os.path.isfile(os.path.join(CUDA_INC, "cuda.h")), reason="cuda.h not installed"),
-]
-
-
-def user_env(**extra):
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH" and not k.startswith(("ZLUDA_", "PTXRT_"))}
-    env.update(extra)
-    return env
+pytestmark = C_HOST
 
 
 @pytest.fixture(scope="module")
 def exe(shim_libdir, tmp_path_factory):
     path = str(tmp_path_factory.mktemp("answers") / "error_answers")
-    subprocess.run(["gcc", "-O1", "-Wall", "-Werror", "-I", CUDA_INC, os.path.join(HERE, "error_answers.c"),
-                    "-o", path, "-L", shim_libdir, "-lcuda", "-lpthread", f"-Wl,-rpath,{shim_libdir}"],
-                   check=True)
+    build_c_host(shim_libdir, "error_answers.c", path, ["-lpthread"])
     return path
 
 

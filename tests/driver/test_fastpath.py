@@ -4,36 +4,23 @@ errors (still returned and logged by Python), visibility of C-made allocations, 
 threads, leaks, contexts, capture, the getters' answers against the Python handlers' (their speed is
 scripts/bench_api's job, not a test's)."""
 
-import os
-import shutil
 import subprocess
 
 import pytest
 
-CUDA_INC = "/usr/local/cuda/include"
-HERE = os.path.dirname(os.path.abspath(__file__))
+from chost import C_HOST, user_env, build_c_host
 
-pytestmark = [
-    pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc not installed"),
-    pytest.mark.skipif(not os.path.isfile(os.path.join(CUDA_INC, "cuda.h")), reason="cuda.h not installed"),
-]
+
+pytestmark = C_HOST
 
 PARTS = ["values", "errors", "visibility", "ordering", "sticky", "sticky_idle", "threads", "leaks", "contexts",
          "capture"]
 
 
-def user_env(**extra):
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH" and not k.startswith("ZLUDA_")}
-    env.update(extra)
-    return env
-
-
 @pytest.fixture(scope="module")
 def exe(shim_libdir, tmp_path_factory):
     path = str(tmp_path_factory.mktemp("fastpath") / "test_fastpath")
-    subprocess.run(["gcc", "-O1", "-Wall", "-Werror", "-I", CUDA_INC, os.path.join(HERE, "test_fastpath.c"),
-                    "-o", path, "-L", shim_libdir, "-lcuda", "-lpthread", f"-Wl,-rpath,{shim_libdir}"],
-                   check=True)
+    build_c_host(shim_libdir, "test_fastpath.c", path, ["-lpthread"])
     return path
 
 

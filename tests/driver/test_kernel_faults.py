@@ -1,34 +1,21 @@
 """A kernel dereferencing a wild pointer, through the real libcuda.so.1 (tests/driver/kernel_fault.c): the
 sync returns CUDA_ERROR_ILLEGAL_ADDRESS, the error is sticky, a reset context works, the process exits 0."""
 
-import os
 import re
-import shutil
 import subprocess
 
 import pytest
 
-CUDA_INC = "/usr/local/cuda/include"
-HERE = os.path.dirname(os.path.abspath(__file__))
-
-pytestmark = [
-    pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc not installed"),
-    pytest.mark.skipif(not os.path.isfile(os.path.join(CUDA_INC, "cuda.h")), reason="cuda.h not installed"),
-]
+from chost import C_HOST, user_env, build_c_host
 
 
-def user_env(**extra):
-    """What a user who set nothing has: no PYTHONPATH, no ZLUDA_* settings."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH" and not k.startswith(("ZLUDA_", "PTXRT_"))}
-    env.update(extra)
-    return env
+pytestmark = C_HOST
 
 
 @pytest.fixture(scope="module")
 def fault_exe(shim_libdir, tmp_path_factory):
     exe = str(tmp_path_factory.mktemp("fault") / "kernel_fault")
-    subprocess.run(["gcc", "-O1", "-Wall", "-Werror", "-I", CUDA_INC, os.path.join(HERE, "kernel_fault.c"),
-                    "-o", exe, "-L", shim_libdir, "-lcuda", f"-Wl,-rpath,{shim_libdir}"], check=True)
+    build_c_host(shim_libdir, "kernel_fault.c", exe)
     return exe
 
 

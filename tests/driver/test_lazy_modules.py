@@ -3,26 +3,21 @@ the kernels launched, EAGER all at load; a kernel using an instruction the compi
 
 import os
 import re
-import shutil
 import subprocess
 
 import pytest
 
-CUDA_INC = "/usr/local/cuda/include"
-HERE = os.path.dirname(os.path.abspath(__file__))
+from chost import C_HOST, build_c_host
+
 NOT_SUPPORTED = 801
 
-pytestmark = [
-    pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc not installed"),
-    pytest.mark.skipif(not os.path.isfile(os.path.join(CUDA_INC, "cuda.h")), reason="cuda.h not installed"),
-]
+pytestmark = C_HOST
 
 
 @pytest.fixture(scope="module")
 def lazy_exe(shim_libdir, tmp_path_factory):
     exe = str(tmp_path_factory.mktemp("lazy") / "lazy_modules")
-    subprocess.run(["gcc", "-O1", "-Wall", "-Werror", "-I", CUDA_INC, os.path.join(HERE, "lazy_modules.c"),
-                    "-o", exe, "-L", shim_libdir, "-lcuda", f"-Wl,-rpath,{shim_libdir}"], check=True)
+    build_c_host(shim_libdir, "lazy_modules.c", exe)
     return exe
 
 

@@ -2,30 +2,15 @@
 line per failing call, one line per fatal configuration problem even without ZLUDA_LOG, and ZLUDA_TRACE's
 decimal launch dimensions and out-parameter values."""
 
-import os
 import re
 import shutil
 import subprocess
-import sys
-import textwrap
 
 import pytest
 
-needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not found")
+from chost import run_py, user_env
 
-PRELUDE = """
-import ctypes, sys
-lib = ctypes.CDLL(sys.argv[1] + "/libcuda.so.1")
-P = ctypes.byref
-def ok(r, what=""):
-    assert r == 0, f"{what} -> {r}"
-def primary():
-    ok(lib.cuInit(0), "cuInit")
-    ctx = ctypes.c_void_p()
-    ok(lib.cuDevicePrimaryCtxRetain(P(ctx), 0))
-    ok(lib.cuCtxSetCurrent(ctx))
-    return ctx
-"""
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not found")
 
 FILL_PTX = r"""
 .version 7.0
@@ -61,17 +46,6 @@ int main() {
     return 0;
 }
 """
-
-
-def user_env(**extra):
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH" and not k.startswith("ZLUDA_")}
-    env.update(extra)
-    return env
-
-
-def run_py(shim_libdir, code, **env):
-    return subprocess.run([sys.executable, "-c", PRELUDE + textwrap.dedent(code), shim_libdir],
-                          env=user_env(**env), capture_output=True, text=True, timeout=300)
 
 
 def zluda_lines(text):

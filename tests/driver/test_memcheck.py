@@ -3,34 +3,24 @@
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-CUDA_INC = "/usr/local/cuda/include"
+from chost import C_HOST, user_env, build_c_host
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = Path(HERE).parents[1]
 
-pytestmark = [
-    pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc not installed"),
-    pytest.mark.skipif(not os.path.isfile(os.path.join(CUDA_INC, "cuda.h")), reason="cuda.h not installed"),
-]
-
-
-def user_env(**extra):
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH" and not k.startswith(("ZLUDA_", "PTXRT_"))}
-    env.update(extra)
-    return env
+pytestmark = C_HOST
 
 
 @pytest.fixture(scope="module")
 def exe(shim_libdir, tmp_path_factory):
     path = str(tmp_path_factory.mktemp("memcheck") / "memcheck")
-    subprocess.run(["gcc", "-O1", "-Wall", "-Werror", "-I", CUDA_INC, os.path.join(HERE, "memcheck.c"),
-                    "-o", path, "-L", shim_libdir, "-lcuda", f"-Wl,-rpath,{shim_libdir}"], check=True)
+    build_c_host(shim_libdir, "memcheck.c", path)
     return path
 
 

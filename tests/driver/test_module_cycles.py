@@ -2,34 +2,27 @@
 load/unload cycles, 500 library cycles and 500 context create/destroy cycles with a module each grow the
 resident set by less than 8 MB; a second run of a program compiles nothing (ZLUDA_PROFILE says so)."""
 
-import os
 import re
-import shutil
 import subprocess
 
 import pytest
 
-CUDA_INC = "/usr/local/cuda/include"
-HERE = os.path.dirname(os.path.abspath(__file__))
+from chost import C_HOST, build_c_host, user_env
+
 LIMIT_KB = 8 * 1024
 
-pytestmark = [
-    pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc not installed"),
-    pytest.mark.skipif(not os.path.isfile(os.path.join(CUDA_INC, "cuda.h")), reason="cuda.h not installed"),
-]
+pytestmark = C_HOST
 
 
 @pytest.fixture(scope="module")
 def cycles_exe(shim_libdir, tmp_path_factory):
     exe = str(tmp_path_factory.mktemp("cycles") / "module_cycles")
-    subprocess.run(["gcc", "-O1", "-Wall", "-Werror", "-I", CUDA_INC, os.path.join(HERE, "module_cycles.c"),
-                    "-o", exe, "-L", shim_libdir, "-lcuda", f"-Wl,-rpath,{shim_libdir}"], check=True)
+    build_c_host(shim_libdir, "module_cycles.c", exe)
     return exe
 
 
 def run(exe, tmp_path, *args, **env):
-    e = {k: v for k, v in os.environ.items() if k != "PYTHONPATH" and not k.startswith("ZLUDA_")}
-    e.update(ZLUDA_CACHE_DIR=str(tmp_path / "cache"), ZLUDA_LOG_FILE=str(tmp_path / "log"), **env)
+    e = user_env(ZLUDA_CACHE_DIR=str(tmp_path / "cache"), ZLUDA_LOG_FILE=str(tmp_path / "log"), **env)
     r = subprocess.run([exe, *map(str, args)], env=e, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0 and r.stdout.strip().endswith("ALL PASSED"), r.stdout + r.stderr
     return r.stdout

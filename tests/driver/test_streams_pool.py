@@ -4,25 +4,20 @@ allow it, and memory given back on cuMemFree with the pool off, reused and trimm
 (tests/driver/mem_pool.c)."""
 
 import os
-import shutil
 import subprocess
 
 import pytest
 
-CUDA_INC = "/usr/local/cuda/include"
-HERE = os.path.dirname(os.path.abspath(__file__))
+from chost import C_HOST, build_c_host
+
 MB = 1024
 
-pytestmark = [
-    pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc not installed"),
-    pytest.mark.skipif(not os.path.isfile(os.path.join(CUDA_INC, "cuda.h")), reason="cuda.h not installed"),
-]
+pytestmark = C_HOST
 
 
 def _build(shim_libdir, tmp_path_factory, name):
     exe = str(tmp_path_factory.mktemp(name) / name)
-    subprocess.run(["gcc", "-O1", "-Wall", "-Werror", "-I", CUDA_INC, os.path.join(HERE, f"{name}.c"), "-o", exe,
-                    "-L", shim_libdir, "-lcuda", f"-Wl,-rpath,{shim_libdir}"], check=True)
+    build_c_host(shim_libdir, f"{name}.c", exe)
     return exe
 
 
