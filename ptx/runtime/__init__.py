@@ -49,6 +49,11 @@ CALLBACKS = (
     "ptx_rt_grid_sync",
     "ptx_rt_yield",
     "ptx_rt_memcheck",
+    # texture.c: tex, tld4, txq/suq, suld/sust (ptx/codegen/ops_tex.py)
+    "ptx_tex_fetch",
+    "ptx_tex_gather",
+    "ptx_tex_query",
+    "ptx_surf_access",
 )
 
 _lock = threading.Lock()

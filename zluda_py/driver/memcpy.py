@@ -13,7 +13,7 @@ from zluda_py.driver import context as ctxmod
 from zluda_py.driver.allocations import any_range, copy_ranges_ok, device_range
 from zluda_py.driver.context import current_context
 from zluda_py.driver.stream import legacy_stream, per_thread_stream, resolve_stream
-from zluda_py.errors import CudaError, CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_NOT_SUPPORTED
+from zluda_py.errors import CudaError, CUDA_ERROR_INVALID_VALUE
 
 CU_MEMORYTYPE_HOST = 1
 CU_MEMORYTYPE_DEVICE = 2
@@ -117,9 +117,16 @@ def _side(mem_type, host, device, what):
         return host, "any"
     if mem_type in (CU_MEMORYTYPE_DEVICE, CU_MEMORYTYPE_UNIFIED):
         return device, "device" if mem_type == CU_MEMORYTYPE_DEVICE else "any"
-    if mem_type == CU_MEMORYTYPE_ARRAY:
-        raise CudaError(CUDA_ERROR_NOT_SUPPORTED, f"{what}: CUDA arrays are not implemented")
     raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{what}: unknown memory type {mem_type}")
+
+
+def _array_side(handle, x, y, z, width, height, depth, what):
+    """A CUDA array as device memory of its own pitch (the copy's box checked against its extent)."""
+    from zluda_py.driver.array import lookup
+    a = lookup(handle, what)
+    if x + width > a.pitch or y + height > a.rows or z + depth > max(a.depth, 1):
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{what}: the copy's box leaves the array")
+    return CU_MEMORYTYPE_DEVICE, a.base, a.pitch, a.rows
 
 
 def _check_span(ptr, kind, span, what):
@@ -146,8 +153,8 @@ def _copy_3d(per_thread, pcopy, hstream, sync, peer=False):
         ctxmod.context_from_handle(s_reserved or -1)
         ctxmod.context_from_handle(d_reserved or -1)
     _copy_box(stream, sync,
-              (s_type, s_host, s_dev, sx, sy, sz, s_pitch, s_height),
-              (d_type, d_host, d_dev, dx, dy, dz, d_pitch, d_height),
+              (s_type, s_host, s_dev, sx, sy, sz, s_pitch, s_height, s_array),
+              (d_type, d_host, d_dev, dx, dy, dz, d_pitch, d_height, d_array),
               width, height, depth)
 
 
@@ -157,14 +164,18 @@ def _copy_2d(per_thread, pcopy, hstream, sync):
         raise CudaError(CUDA_ERROR_INVALID_VALUE, "pCopy is NULL")
     q = [cmem.read_u64(pcopy + 8 * i) for i in range(16)]
     _copy_box(stream, sync,
-              (q[2] & 0xFFFFFFFF, q[3], q[4], q[0], q[1], 0, q[6], 0),
-              (q[9] & 0xFFFFFFFF, q[10], q[11], q[7], q[8], 0, q[13], 0),
+              (q[2] & 0xFFFFFFFF, q[3], q[4], q[0], q[1], 0, q[6], 0, q[5]),
+              (q[9] & 0xFFFFFFFF, q[10], q[11], q[7], q[8], 0, q[13], 0, q[12]),
               q[14], q[15], 1)
 
 
 def _copy_box(stream, sync, src, dst, width, height, depth):
-    s_type, s_host, s_dev, sx, sy, sz, s_pitch, s_height = src
-    d_type, d_host, d_dev, dx, dy, dz, d_pitch, d_height = dst
+    s_type, s_host, s_dev, sx, sy, sz, s_pitch, s_height, s_array = src
+    d_type, d_host, d_dev, dx, dy, dz, d_pitch, d_height, d_array = dst
+    if s_type == CU_MEMORYTYPE_ARRAY:
+        s_type, s_dev, s_pitch, s_height = _array_side(s_array, sx, sy, sz, width, height, depth, "source")
+    if d_type == CU_MEMORYTYPE_ARRAY:
+        d_type, d_dev, d_pitch, d_height = _array_side(d_array, dx, dy, dz, width, height, depth, "destination")
     s_ptr, s_kind = _side(s_type, s_host, s_dev, "source")
     d_ptr, d_kind = _side(d_type, d_host, d_dev, "destination")
     if width == 0 or height == 0 or depth == 0:

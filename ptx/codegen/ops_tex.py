@@ -1,0 +1,215 @@
+"""Texture and surface instructions on the CPU: tex, tld4, txq, suld.b, sust.b, suq, each a call into the
+runtime's texture.c with the handle (a texture.h descriptor's address) the kernel was given."""
+
+from __future__ import annotations
+
+from ptx import ast as A
+from ptx.codegen.function_emitter import check_mods, handles, semantic, unsupported
+
+GEOMETRIES = ("1d", "2d", "3d", "a1d", "a2d", "cube", "acube", "2dms", "a2dms")   # texture.h's order
+ELEM = {"f32": 0, "s32": 1, "u32": 2}
+QUERIES = ("width", "height", "depth", "channel_data_type", "channel_order", "normalized_coords",
+           "filter_mode", "addr_mode_0", "addr_mode_1", "addr_mode_2", "array_size", "num_mipmap_levels",
+           "num_samples")
+SURF_QUERIES = {"width": 0, "height": 1, "depth": 2, "channel_data_type": 3, "channel_order": 4,
+                "array_size": 10, "memory_layout": None}
+CLAMPS = {"trap": 0, "clamp": 1, "zero": 2}
+SIGS = {
+    "ptx_tex_fetch": "void @ptx_tex_fetch(i64, i32, i32, i32, ptr, ptr)",
+    "ptx_tex_gather": "void @ptx_tex_gather(i64, i32, i32, i32, i32, ptr, ptr)",
+    "ptx_tex_query": "i32 @ptx_tex_query(i64, i32)",
+    "ptx_surf_access": "i32 @ptx_surf_access(i64, i32, ptr, ptr, i32, i32, i32)",
+}
+
+
+def _declare(em, name):
+    em.m.declare("declare " + SIGS[name])
+
+
+def _geometry(ins):
+    g = [m for m in ins.mods if m in GEOMETRIES]
+    if len(g) != 1:
+        semantic(ins, "needs one geometry (.1d, .2d, .3d, .a1d, .a2d, .cube, .acube)")
+    if g[0] in ("2dms", "a2dms"):
+        unsupported(ins, f"{ins.opcode}.{g[0]} (multisample textures)")
+    return g[0]
+
+
+def _handle(em, ins, addr):
+    """The 64-bit handle: a register (texture/surface objects, unified mode). A .texref/.surfref name
+    (the legacy references) and a separate sampler (independent mode) are refused."""
+    if not isinstance(addr, A.Address) or addr.base is None:
+        semantic(ins, "needs [handle, {coordinates}]")
+    if len(addr.extra) > 1:
+        unsupported(ins, f"{ins.opcode} with a separate sampler (independent texturing mode)")
+    if not em.is_register(addr.base):
+        unsupported(ins, f"{ins.opcode} through the module-scope reference {addr.base} (cuTexRef/cuSurfRef)")
+    return em.read(A.Reg(addr.base), "u64", ins)
+
+
+def _coords(em, ins, addr, ctype, n):
+    """[4 x i32] on the stack holding the coordinate vector's bits (the rest zero)."""
+    if not addr.extra or not isinstance(addr.extra[0], A.Vector):
+        if addr.extra and n == 1:       # a single coordinate without braces
+            elems = [addr.extra[0]]
+        else:
+            semantic(ins, "needs a coordinate vector")
+    else:
+        elems = addr.extra[0].elems
+    buf = em.f.alloca("[4 x i32]", align=16)
+    for i in range(4):
+        p = em.f.op(f"getelementptr [4 x i32], ptr {buf}, i32 0, i32 {i}")
+        if i < len(elems):
+            # the array index of a1d/a2d/acube is an integer whatever the coordinates' type
+            t = ctype if not (i == 0 and ins.layered) else "u32"
+            v = em.read(elems[i], "f32" if t == "f32" else "b32", ins)
+            if t == "f32":
+                v = em.f.op(f"bitcast float {v} to i32")
+            em.f.emit(f"store i32 {v}, ptr {p}")
+        else:
+            em.f.emit(f"store i32 0, ptr {p}")
+    return buf
+
+
+def _results(em, ins, dst, rtype, buf):
+    elems = dst.elems if isinstance(dst, A.Vector) else [dst]
+    for i, d in enumerate(elems):
+        if isinstance(d, A.Sink):
+            continue
+        p = em.f.op(f"getelementptr [4 x i32], ptr {buf}, i32 0, i32 {i}")
+        v = em.f.op(f"load i32, ptr {p}")
+        if rtype == "f32":
+            em.write(d, em.f.op(f"bitcast i32 {v} to float"), "f32", ins)
+        else:
+            em.write(d, v, "u32" if rtype == "u32" else "s32", ins)
+
+
+def _types(ins):
+    ts = [m for m in ins.mods if m in ("f32", "s32", "u32", "f16", "f16x2")]
+    if len(ts) != 2:
+        semantic(ins, "needs a result and a coordinate type (.v4.f32.f32)")
+    if ts[0] not in ELEM:
+        unsupported(ins, f"{ins.opcode} returning .{ts[0]}")
+    if ts[1] not in ("f32", "s32"):
+        semantic(ins, f"coordinates of type .{ts[1]}")
+    return ts
+
+
+@handles("tex")
+def tex(em, ins):
+    check_mods(ins, set(GEOMETRIES) | {"v4", "base", "level", "grad"})
+    if any(m in ins.mods for m in ("level", "grad")):
+        unsupported(ins, "tex.level/tex.grad (mipmapped textures)")
+    if len(ins.operands) != 2 or isinstance(ins.operands[0], A.Address):
+        unsupported(ins, "tex with a predicate destination, offset or depth compare")
+    g = _geometry(ins)
+    rtype, ctype = _types(ins)
+    ins.layered = g in ("a1d", "a2d", "acube")
+    h = _handle(em, ins, ins.operands[1])
+    coords = _coords(em, ins, ins.operands[1], ctype, 1)
+    out = em.f.alloca("[4 x i32]", align=16)
+    _declare(em, "ptx_tex_fetch")
+    em.f.emit(f"call void @ptx_tex_fetch(i64 {h}, i32 {GEOMETRIES.index(g)}, i32 {ELEM[rtype]}, "
+              f"i32 {ELEM[ctype]}, ptr {coords}, ptr {out})")
+    _results(em, ins, ins.operands[0], rtype, out)
+
+
+@handles("tld4")
+def tld4(em, ins):
+    comps = [m for m in ins.mods if m in ("r", "g", "b", "a")]
+    check_mods(ins, set(GEOMETRIES) | {"v4", "r", "g", "b", "a"})
+    if len(comps) != 1 or len(ins.operands) != 2:
+        semantic(ins, "needs one component (.r .g .b .a) and [handle, {x, y}]")
+    g = _geometry(ins)
+    if g not in ("2d", "a2d", "cube", "acube"):
+        semantic(ins, f"tld4.{g}")
+    rtype, ctype = _types(ins)
+    ins.layered = g in ("a2d", "acube")
+    h = _handle(em, ins, ins.operands[1])
+    coords = _coords(em, ins, ins.operands[1], ctype, 2)
+    out = em.f.alloca("[4 x i32]", align=16)
+    _declare(em, "ptx_tex_gather")
+    em.f.emit(f"call void @ptx_tex_gather(i64 {h}, i32 {'rgba'.index(comps[0])}, i32 {GEOMETRIES.index(g)}, "
+              f"i32 {ELEM[rtype]}, i32 {ELEM[ctype]}, ptr {coords}, ptr {out})")
+    _results(em, ins, ins.operands[0], rtype, out)
+
+
+def _query(em, ins, table):
+    q = [m for m in ins.mods if m in table]
+    check_mods(ins, set(table) | {"b32"})
+    if len(q) != 1 or len(ins.operands) != 2 or not isinstance(ins.operands[1], A.Address):
+        semantic(ins, "needs one attribute and [handle]")
+    what = table[q[0]] if isinstance(table, dict) else table.index(q[0])
+    if what is None:
+        unsupported(ins)
+    addr = ins.operands[1]
+    if not em.is_register(addr.base):
+        unsupported(ins, f"{ins.opcode} of the module-scope reference {addr.base}")
+    h = em.read(A.Reg(addr.base), "u64", ins)
+    _declare(em, "ptx_tex_query")
+    v = em.f.op(f"call i32 @ptx_tex_query(i64 {h}, i32 {what})")
+    em.write(ins.operands[0], v, "b32", ins)
+
+
+@handles("txq")
+def txq(em, ins):
+    if "level" in ins.mods:
+        unsupported(ins, "txq.level (mipmapped textures)")
+    _query(em, ins, QUERIES)
+
+
+@handles("suq")
+def suq(em, ins):
+    _query(em, ins, SURF_QUERIES)
+
+
+def _surface(em, ins, store):
+    check_mods(ins, {"b", "1d", "2d", "3d", "a1d", "a2d", "v2", "v4", "b8", "b16", "b32", "b64",
+                     "trap", "clamp", "zero", "ca", "cg", "cs", "cv", "wb", "wt"})
+    if "b" not in ins.mods:
+        unsupported(ins, f"{ins.opcode}.p (formatted surface access)")
+    g = _geometry(ins)
+    width = next((int(m[1:]) for m in ins.mods if m in ("b8", "b16", "b32", "b64")), None)
+    if width is None:
+        semantic(ins, "needs .b8/.b16/.b32/.b64")
+    vec = 4 if "v4" in ins.mods else 2 if "v2" in ins.mods else 1
+    clamp = next((m for m in ins.mods if m in CLAMPS), "trap")
+    addr, data = (ins.operands[0], ins.operands[1]) if store else (ins.operands[1], ins.operands[0])
+    ins.layered = g in ("a1d", "a2d")
+    h = _handle(em, ins, addr)
+    coords = _coords(em, ins, addr, "s32", 1)
+    ty = {8: "i8", 16: "i16", 32: "i32", 64: "i64"}[width]
+    buf = em.f.alloca(f"[{vec} x {ty}]", align=16)
+    elems = data.elems if isinstance(data, A.Vector) else [data]
+    ptype = f"b{width}"
+    if store:
+        for i, d in enumerate(elems):
+            p = em.f.op(f"getelementptr [{vec} x {ty}], ptr {buf}, i32 0, i32 {i}")
+            em.f.emit(f"store {ty} {em.read(d, ptype, ins)}, ptr {p}")
+    _declare(em, "ptx_surf_access")
+    st = em.f.op(f"call i32 @ptx_surf_access(i64 {h}, i32 {GEOMETRIES.index(g)}, ptr {coords}, ptr {buf}, "
+                 f"i32 {vec * width // 8}, i32 {CLAMPS[clamp]}, i32 {1 if store else 0})")
+    if clamp == "trap":
+        bad = em.f.op(f"icmp ne i32 {st}, 0")
+        trap, ok = em.f.new_label("surf_trap"), em.f.new_label("surf_ok")
+        em.f.term(f"br i1 {bad}, label %{trap}, label %{ok}")
+        em.f.label(trap)
+        em.call("ptx_rt_trap", "void", [("ptr", em.W)])     # an out-of-range .trap access, as trap does
+        em.abort("1")
+        em.f.label(ok)
+    if not store:
+        for i, d in enumerate(elems):
+            if isinstance(d, A.Sink):
+                continue
+            p = em.f.op(f"getelementptr [{vec} x {ty}], ptr {buf}, i32 0, i32 {i}")
+            em.write(d, em.f.op(f"load {ty}, ptr {p}"), ptype, ins)
+
+
+@handles("suld")
+def suld(em, ins):
+    _surface(em, ins, False)
+
+
+@handles("sust")
+def sust(em, ins):
+    _surface(em, ins, True)

@@ -1,0 +1,313 @@
+/* Texture fetches, gathers, queries and surface accesses on the CPU, answering what NVIDIA's texture
+   units answer (tests/data/nvidia_texture_answers.json): filtering weights in 8 fractional bits, border
+   colours quantised to the texel format, 8/16-bit integers read as normalised floats. */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+#include "texture.h"
+
+typedef struct { float f[4]; uint32_t u[4]; } texel;   /* f: float reads; u: element (integer) reads */
+
+static float f32_of(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+static uint32_t bits_of(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+
+static float half_to_float(uint16_t h) {
+    uint32_t s = (uint32_t)(h >> 15) << 31, e = (h >> 10) & 0x1f, m = h & 0x3ff;
+    if (e == 0x1f) return f32_of(s | 0x7f800000u | (m << 13));
+    if (e == 0) {
+        float v = (float)m * (1.0f / 16777216.0f);   /* m * 2^-24, exact */
+        return s ? -v : v;
+    }
+    return f32_of(s | ((e + 112) << 23) | (m << 13));
+}
+
+static int is_float(uint32_t fmt) { return fmt == PTX_TF_F32 || fmt == PTX_TF_F16; }
+static int is_signed(uint32_t fmt) { return fmt == PTX_TF_S8 || fmt == PTX_TF_S16 || fmt == PTX_TF_S32; }
+static uint32_t elem_size(uint32_t fmt) {
+    switch (fmt) {
+    case PTX_TF_U8: case PTX_TF_S8: return 1;
+    case PTX_TF_U16: case PTX_TF_S16: case PTX_TF_F16: return 2;
+    default: return 4;
+    }
+}
+
+/* One stored channel (raw bits, sign-extended for signed formats) as the read mode sees it. */
+static void channel(const ptx_texture *t, uint32_t raw, texel *v, int c) {
+    uint32_t fmt = t->format;
+    switch (fmt) {
+    case PTX_TF_F32: v->f[c] = f32_of(raw); v->u[c] = raw; return;
+    case PTX_TF_F16: v->f[c] = half_to_float((uint16_t)raw); v->u[c] = bits_of(v->f[c]); return;
+    case PTX_TF_U8: v->f[c] = (float)raw / 255.0f; break;
+    case PTX_TF_U16: v->f[c] = (float)raw / 65535.0f; break;
+    case PTX_TF_S8: v->f[c] = fmaxf(-1.0f, (float)(int32_t)raw / 127.0f); break;
+    case PTX_TF_S16: v->f[c] = fmaxf(-1.0f, (float)(int32_t)raw / 32767.0f); break;
+    default: v->f[c] = 0; break;
+    }
+    v->u[c] = raw;
+}
+
+static uint32_t load_raw(const uint8_t *p, uint32_t fmt) {
+    switch (fmt) {
+    case PTX_TF_U8: return p[0];
+    case PTX_TF_S8: return (uint32_t)(int32_t)(int8_t)p[0];
+    case PTX_TF_U16: case PTX_TF_F16: { uint16_t h; memcpy(&h, p, 2); return h; }
+    case PTX_TF_S16: { int16_t h; memcpy(&h, p, 2); return (uint32_t)(int32_t)h; }
+    default: { uint32_t w; memcpy(&w, p, 4); return w; }
+    }
+}
+
+/* The border colour as a texel: stored in the format first (normalised formats round to the nearest
+   code, element reads of integers take the colour's low bits as the hardware does). */
+static void border(const ptx_texture *t, texel *v) {
+    uint32_t fmt = t->format;
+    for (int c = 0; c < 4; c++) {
+        float b = t->border[c];
+        uint32_t raw;
+        if (c >= (int)t->channels) { v->f[c] = 0; v->u[c] = 0; continue; }
+        if (fmt == PTX_TF_F32) raw = bits_of(b);
+        else if (fmt == PTX_TF_F16) { v->f[c] = b; v->u[c] = bits_of(b); continue; }
+        else if (t->read_normalized) {
+            float lim = fmt == PTX_TF_U8 ? 255.0f : fmt == PTX_TF_U16 ? 65535.0f
+                      : fmt == PTX_TF_S8 ? 127.0f : fmt == PTX_TF_S16 ? 32767.0f : 0.0f;
+            float lo = is_signed(fmt) ? -1.0f : 0.0f;
+            float x = fminf(fmaxf(b, lo), 1.0f) * lim;
+            raw = (uint32_t)(int32_t)ceilf(x - 0.5f);   /* halves round down */
+        } else {
+            raw = bits_of(b);
+            uint32_t sz = elem_size(fmt);
+            if (sz < 4) {
+                raw &= (1u << (8 * sz)) - 1;
+                if (is_signed(fmt) && (raw >> (8 * sz - 1))) raw |= ~((1u << (8 * sz)) - 1);
+            }
+        }
+        channel(t, raw, v, c);
+    }
+}
+
+static void fetch_texel(const ptx_texture *t, int x, int y, int z, int layer, texel *v) {
+    const uint32_t sz = elem_size(t->format);
+    const uint8_t *p = (const uint8_t *)(uintptr_t)t->base + (uint64_t)layer * t->slice
+                     + (uint64_t)z * t->slice + (uint64_t)y * t->pitch + (uint64_t)x * t->channels * sz;
+    for (int c = 0; c < 4; c++) {
+        if (c < (int)t->channels) channel(t, load_raw(p + c * sz, t->format), v, c);
+        else { v->f[c] = 0; v->u[c] = 0; }
+    }
+}
+
+/* An integer texel index under an address mode: -1 when it selects the border. */
+static int address(int i, int n, uint32_t mode) {
+    if (i >= 0 && i < n) return i;
+    switch (mode) {
+    case PTX_TA_WRAP: { int r = i % n; return r < 0 ? r + n : r; }
+    case PTX_TA_MIRROR: {
+        int p = i % (2 * n);
+        if (p < 0) p += 2 * n;
+        return p < n ? p : 2 * n - 1 - p;
+    }
+    case PTX_TA_BORDER: return -1;
+    default: return i < 0 ? 0 : n - 1;
+    }
+}
+
+/* A float coordinate in texels: normalised ones scaled (wrap and mirror fold them into [0,1) first). */
+static float to_texels(const ptx_texture *t, float u, int n, uint32_t mode) {
+    if (!t->normalized) return u;
+    if (mode == PTX_TA_WRAP) u = u - floorf(u);
+    else if (mode == PTX_TA_MIRROR) {
+        float fl = floorf(u);
+        u = ((int64_t)fl & 1) ? 1.0f - (u - fl) : u - fl;
+    }
+    return u * (float)n;
+}
+
+/* The 2x2x2 neighbourhood (or 1 texel) the filter reads, with its 8-bit fixed-point weights. */
+typedef struct { int i[3][2]; float a[3]; int dims; } footprint;
+
+static void locate(const ptx_texture *t, const float *x, int dims, const int *n, int linear, footprint *fp) {
+    fp->dims = dims;
+    for (int d = 0; d < 3; d++) {
+        if (d >= dims) { fp->i[d][0] = fp->i[d][1] = 0; fp->a[d] = 0; continue; }
+        uint32_t mode = t->address[d];
+        float xt = to_texels(t, x[d], n[d], mode);
+        if (linear) {
+            float xb = xt - 0.5f, fl = floorf(xb);
+            /* the weight in 8 fractional bits (the programming guide's 9-bit fixed point) */
+            fp->a[d] = rintf((xb - fl) * 256.0f) * (1.0f / 256.0f);
+            int i0 = (int)fmaxf(fminf(fl, 2147483000.0f), -2147483000.0f);
+            fp->i[d][0] = address(i0, n[d], mode);
+            fp->i[d][1] = address(i0 + 1, n[d], mode);
+        } else {
+            float fl = floorf(xt);
+            int i0 = (int)fmaxf(fminf(fl, 2147483000.0f), -2147483000.0f);
+            fp->i[d][0] = fp->i[d][1] = address(i0, n[d], mode);
+            fp->a[d] = 0;
+        }
+    }
+}
+
+static void corner(const ptx_texture *t, const footprint *fp, int cx, int cy, int cz, int layer, texel *v) {
+    int x = fp->i[0][cx], y = fp->i[1][cy], z = fp->i[2][cz];
+    if (x < 0 || y < 0 || z < 0) border(t, v);
+    else fetch_texel(t, x, y, z, layer, v);
+}
+
+/* Cubemap direction -> face and (s, t) in [0,1] (the programming guide's face table). */
+static int cube_face(float x, float y, float z, float *s, float *tt) {
+    float ax = fabsf(x), ay = fabsf(y), az = fabsf(z), m, sc, tc;
+    int face;
+    if (ax >= ay && ax >= az) { m = ax; face = x >= 0 ? 0 : 1; sc = x >= 0 ? -z : z; tc = -y; }
+    else if (ay >= az) { m = ay; face = y >= 0 ? 2 : 3; sc = x; tc = y >= 0 ? z : -z; }
+    else { m = az; face = z >= 0 ? 4 : 5; sc = z >= 0 ? x : -x; tc = -y; }
+    *s = (sc / m + 1.0f) * 0.5f;
+    *tt = (tc / m + 1.0f) * 0.5f;
+    return face;
+}
+
+static int dims_of(uint32_t geom) {
+    switch (geom) {
+    case PTX_TG_1D: case PTX_TG_A1D: return 1;
+    case PTX_TG_3D: return 3;
+    default: return 2;
+    }
+}
+
+/* Where a fetch reads: texel-space coordinates, the layer, the extents. Returns 0 for an integer
+   coordinate fetch of linear memory out of range (the answer is then 0). */
+static void prepare(const ptx_texture *t, uint32_t geom, uint32_t ctype, const uint32_t *coords,
+                    float *x, int *layer, int *n, ptx_texture *local) {
+    *local = *t;
+    int first = (geom == PTX_TG_A1D || geom == PTX_TG_A2D || geom == PTX_TG_ACUBE) ? 1 : 0;
+    *layer = first ? (int32_t)coords[0] : 0;
+    for (int d = 0; d < 3; d++) {
+        uint32_t c = coords[first + d < 4 ? first + d : 3];
+        x[d] = ctype == PTX_TT_F32 ? f32_of(c) : (float)(int32_t)c;
+    }
+    n[0] = (int)t->width; n[1] = t->height ? (int)t->height : 1; n[2] = t->depth ? (int)t->depth : 1;
+    if (geom == PTX_TG_CUBE || geom == PTX_TG_ACUBE) {
+        float s, tc;
+        int face = cube_face(x[0], x[1], x[2], &s, &tc);
+        *layer = *layer * 6 + face;
+        x[0] = s; x[1] = tc;
+        local->normalized = 1;
+        local->address[0] = local->address[1] = PTX_TA_CLAMP;
+    }
+    if (ctype != PTX_TT_F32) {        /* integer coordinates address texels directly */
+        local->normalized = 0;
+        for (int d = 0; d < 3; d++) x[d] += 0.5f;
+    }
+    if (*layer < 0) *layer = 0;
+    if (t->layers && *layer >= (int)t->layers) *layer = (int)t->layers - 1;
+}
+
+static void write_out(const ptx_texture *t, const texel *v, uint32_t rtype, uint32_t *out) {
+    int as_float = is_float(t->format) || t->read_normalized;
+    for (int c = 0; c < 4; c++) out[c] = as_float ? bits_of(v->f[c]) : v->u[c];
+    (void)rtype;
+}
+
+static int valid(const ptx_texture *t) { return t && t->magic == PTX_TEXTURE_MAGIC; }
+
+void ptx_tex_fetch(const ptx_texture *t, uint32_t geom, uint32_t rtype, uint32_t ctype,
+                   const uint32_t *coords, uint32_t *out) {
+    if (!valid(t)) { memset(out, 0, 16); return; }
+    if (t->linear) {     /* tex1Dfetch: an element index, 0 outside the buffer */
+        int32_t i = ctype == PTX_TT_F32 ? (int32_t)floorf(f32_of(coords[0])) : (int32_t)coords[0];
+        texel v;
+        if (i < 0 || (uint32_t)i >= t->width) memset(&v, 0, sizeof v);
+        else fetch_texel(t, i, 0, 0, 0, &v);
+        write_out(t, &v, rtype, out);
+        return;
+    }
+    float x[3];
+    int layer, n[3];
+    ptx_texture lt;
+    prepare(t, geom, ctype, coords, x, &layer, n, &lt);
+    int dims = dims_of(geom);
+    int linear = lt.filter && ctype == PTX_TT_F32;
+    footprint fp;
+    locate(&lt, x, dims, n, linear, &fp);
+    texel v;
+    if (!linear) {
+        corner(&lt, &fp, 0, 0, 0, layer, &v);
+        write_out(&lt, &v, rtype, out);
+        return;
+    }
+    float acc[4] = {0, 0, 0, 0};
+    for (int cz = 0; cz < (dims > 2 ? 2 : 1); cz++)
+        for (int cy = 0; cy < (dims > 1 ? 2 : 1); cy++)
+            for (int cx = 0; cx < 2; cx++) {
+                float w = (cx ? fp.a[0] : 1.0f - fp.a[0]);
+                if (dims > 1) w *= (cy ? fp.a[1] : 1.0f - fp.a[1]);
+                if (dims > 2) w *= (cz ? fp.a[2] : 1.0f - fp.a[2]);
+                texel c;
+                corner(&lt, &fp, cx, cy, cz, layer, &c);
+                for (int k = 0; k < 4; k++) acc[k] = fmaf(w, c.f[k], acc[k]);
+            }
+    for (int k = 0; k < 4; k++) v.f[k] = acc[k];
+    for (int k = 0; k < 4; k++) out[k] = bits_of(v.f[k]);
+}
+
+void ptx_tex_gather(const ptx_texture *t, uint32_t comp, uint32_t geom, uint32_t rtype, uint32_t ctype,
+                    const uint32_t *coords, uint32_t *out) {
+    if (!valid(t)) { memset(out, 0, 16); return; }
+    float x[3];
+    int layer, n[3];
+    ptx_texture lt;
+    prepare(t, geom, ctype, coords, x, &layer, n, &lt);
+    footprint fp;
+    locate(&lt, x, 2, n, 1, &fp);
+    static const int order[4][2] = {{0, 1}, {1, 1}, {1, 0}, {0, 0}};  /* (i0,j1) (i1,j1) (i1,j0) (i0,j0) */
+    for (int k = 0; k < 4; k++) {
+        texel c;
+        corner(&lt, &fp, order[k][0], order[k][1], 0, layer, &c);
+        uint32_t o[4];
+        write_out(&lt, &c, rtype, o);
+        out[k] = o[comp & 3];
+    }
+}
+
+/* what: 0 width, 1 height, 2 depth, 3 channel data type, 4 channel order, 5 normalized coords,
+   6 filter mode, 7..9 address mode 0..2, 10 array size, 11 mipmap levels, 12 samples */
+int32_t ptx_tex_query(const ptx_texture *t, uint32_t what) {
+    if (!valid(t)) return 0;
+    switch (what) {
+    case 0: return (int32_t)t->width;
+    case 1: return (int32_t)(t->height ? t->height : 1);
+    case 2: return (int32_t)(t->depth ? t->depth : 1);
+    case 3: return (int32_t)t->format;
+    case 4: return (int32_t)t->channels;
+    case 5: return (int32_t)t->normalized;
+    case 6: return (int32_t)t->filter;
+    case 7: case 8: case 9: return (int32_t)t->address[what - 7];
+    case 10: return (int32_t)t->layers;
+    case 11: return 1;
+    case 12: return 1;
+    default: return 0;
+    }
+}
+
+int32_t ptx_surf_access(const ptx_texture *t, uint32_t geom, const int32_t *coords, void *data,
+                        uint32_t nbytes, uint32_t clamp, uint32_t store) {
+    if (!valid(t)) return 1;
+    int first = (geom == PTX_TG_A1D || geom == PTX_TG_A2D) ? 1 : 0;
+    int32_t layer = first ? coords[0] : 0;
+    int32_t bx = coords[first], y = dims_of(geom) > 1 ? coords[first + 1] : 0;
+    int32_t z = dims_of(geom) > 2 ? coords[first + 2] : 0;
+    const int64_t row = (int64_t)t->width * t->channels * elem_size(t->format);
+    const int32_t h = t->height ? (int32_t)t->height : 1, d = t->depth ? (int32_t)t->depth : 1;
+    const int32_t nl = t->layers ? (int32_t)t->layers : 1;
+    int out = bx < 0 || (int64_t)bx + nbytes > row || y < 0 || y >= h || z < 0 || z >= d
+              || layer < 0 || layer >= nl;
+    if (out) {
+        if (clamp == PTX_SC_TRAP) return 1;
+        if (clamp == PTX_SC_ZERO) { if (!store) memset(data, 0, nbytes); return 0; }
+        bx = bx < 0 ? 0 : ((int64_t)bx + nbytes > row ? (int32_t)(row - nbytes) : bx);
+        y = y < 0 ? 0 : y >= h ? h - 1 : y;
+        z = z < 0 ? 0 : z >= d ? d - 1 : z;
+        layer = layer < 0 ? 0 : layer >= nl ? nl - 1 : layer;
+    }
+    uint8_t *p = (uint8_t *)(uintptr_t)t->base + (uint64_t)(layer + z) * t->slice + (uint64_t)y * t->pitch + bx;
+    if (store) memcpy(p, data, nbytes);
+    else memcpy(data, p, nbytes);
+    return 0;
+}
