@@ -23,6 +23,8 @@ LIB_NAME = "libcuda.so.1"
 MODULE_NAME = "_zluda_shim"
 MODULE_FILE = MODULE_NAME + ".so"
 EMBED_SOURCE = "embed.c"        # the module's own C; every other src/*.c is the front library's
+NVRTC_SOURCE = "nvrtc_forward.c"  # libnvrtc.so.13, its own library (NVIDIA's NVRTC behind it)
+NVRTC_LIB = "libnvrtc.so.13"
 CUDA_ERROR_UNKNOWN = 999
 CUDA_ERROR_SHARED_OBJECT_INIT_FAILED = 303
 
@@ -321,7 +323,8 @@ def build(out_dir: str, src: str = None, record_paths: bool = True) -> str:
     src = src or source_dir()
     with open(DECLS) as f:
         decls = json.load(f)
-    front_c = sorted(os.path.join(src, f) for f in os.listdir(src) if f.endswith(".c") and f != EMBED_SOURCE)
+    front_c = sorted(os.path.join(src, f) for f in os.listdir(src)
+                     if f.endswith(".c") and f not in (EMBED_SOURCE, NVRTC_SOURCE))
     sigs = signatures(decls)
     cdef = CDEF + "".join(f'extern "Python+C" {_extern_decl(sig)};\n' for sig in sigs) + \
         "".join(open(p).read() for p in _sources(src) if p.endswith(".cdef"))
@@ -369,9 +372,35 @@ def build(out_dir: str, src: str = None, record_paths: bool = True) -> str:
         tmp_link = os.path.join(tmp, "libcuda.so")
         os.symlink(LIB_NAME, tmp_link)
         os.replace(tmp_link, link)
+        _build_nvrtc(cc, common, src, tmp, out_dir, record_paths)
         return final
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _nvrtc_candidates() -> str:
+    """The nvidia-cuda-nvrtc wheel's library directories in this interpreter's site-packages, ':'-joined."""
+    import site
+    sps = [sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]] + site.getsitepackages()
+    dirs = [os.path.join(sp, "nvidia", sub, "lib") for sp in dict.fromkeys(sps) for sub in ("cu13", "cuda_nvrtc")]
+    return ":".join(d for d in dirs if ":" not in d and '"' not in d and "\\" not in d)
+
+
+def _build_nvrtc(cc, common, src, tmp, out_dir, record_paths) -> None:
+    """libnvrtc.so.13 (and its libnvrtc.so link) beside libcuda.so.1; a recording build also names where
+    this interpreter's nvidia-cuda-nvrtc wheel would be."""
+    lib = os.path.join(tmp, NVRTC_LIB)
+    defs = [f'-DZLUDA_NVRTC_CANDIDATES="{_nvrtc_candidates()}"'] if record_paths else []
+    script = os.path.join(tmp, "nvrtc.map")
+    with open(script, "w") as f:
+        f.write(NVRTC_LIB + " { global: nvrtc*; zl_nvrtc_forwarder; local: *; };\n")
+    _run(cc + common + ["-fvisibility=hidden"] + defs + [os.path.join(src, NVRTC_SOURCE), "-o", lib,
+                                                       f"-Wl,--version-script={script}", f"-Wl,-soname,{NVRTC_LIB}",
+                                                       "-ldl"])
+    os.replace(lib, os.path.join(out_dir, NVRTC_LIB))
+    tmp_link = os.path.join(tmp, "libnvrtc.so")
+    os.symlink(NVRTC_LIB, tmp_link)
+    os.replace(tmp_link, os.path.join(out_dir, "libnvrtc.so"))
 
 
 def _writable_dir(d: str) -> bool:
@@ -423,6 +452,8 @@ def build_for_install(pkg_dir_in_build: str) -> None:
     build(out, src, record_paths=False)
     os.remove(os.path.join(out, "libcuda.so"))  # wheels cannot hold symlinks: a copy instead
     shutil.copy2(os.path.join(out, LIB_NAME), os.path.join(out, "libcuda.so"))
+    os.remove(os.path.join(out, "libnvrtc.so"))
+    shutil.copy2(os.path.join(out, NVRTC_LIB), os.path.join(out, "libnvrtc.so"))
     with open(os.path.join(out, ".stamp"), "w") as f:
         f.write(inputs_hash(src))
 
