@@ -11,10 +11,25 @@ from dataclasses import dataclass, field
 from typing import Optional, Union
 
 
-@dataclass(frozen=True)
 class Pos:
-    line: int = 0
-    col: int = 0
+    """A source position; a value (equal by line and column), never changed once made. A plain class with
+    slots, not a frozen dataclass: the parser makes one per node, and a frozen one costs three times as much."""
+    __slots__ = ("line", "col")
+
+    def __init__(self, line: int = 0, col: int = 0):
+        self.line = line
+        self.col = col
+
+    def __eq__(self, other):
+        if type(other) is not Pos:
+            return NotImplemented
+        return self.line == other.line and self.col == other.col
+
+    def __hash__(self):
+        return hash((self.line, self.col))
+
+    def __repr__(self):
+        return f"Pos(line={self.line}, col={self.col})"
 
     def __str__(self):
         return f"{self.line}:{self.col}"

@@ -94,7 +94,7 @@ def _instr_type(mods):
 
 
 class _Scope:
-    __slots__ = ("parent", "regs", "reg_ranges", "symbols", "labels", "protos")
+    __slots__ = ("parent", "regs", "reg_ranges", "symbols", "labels", "protos", "resolved")
 
     def __init__(self, parent):
         self.parent = parent
@@ -103,6 +103,9 @@ class _Scope:
         self.symbols = {}     # name -> kind ('var', 'targets', 'calltargets', 'proto')
         self.labels = set()
         self.protos = {}      # call prototype name -> (returns, params) counts
+        # register name -> what resolve_reg found, from here outwards; a declaration here forgets it (an
+        # enclosing scope gains none while this one is being checked)
+        self.resolved = {}
 
 
 class _Checker:
@@ -165,6 +168,7 @@ class _Checker:
 
     def declare(self, scope, decl):
         if decl.space == "reg":
+            scope.resolved.clear()
             if decl.count is not None:
                 scope.reg_ranges[decl.name] = (decl.count, decl.type)
             else:
@@ -193,17 +197,21 @@ class _Checker:
     def resolve_reg(self, scope, reg):
         """Type of a register operand; 'special' for special registers; raises if undefined."""
         name = reg.name
-        t = self.reg_type(scope, name)
+        t = scope.resolved.get(name)
         if t is not None:
             return t
-        if _SPECIAL_RE.match(name):
-            return "special"
-        m = _VEC_COMPONENT.match(name)
-        if m:
-            vt = self.reg_type(scope, m.group(1))
-            if vt is not None and vt.vec > 1:
-                return ast.Type(vt.name)
-        _fail(f"undefined register '{name}'", reg.pos)
+        t = self.reg_type(scope, name)
+        if t is None:
+            if _SPECIAL_RE.match(name):
+                t = "special"
+            else:
+                m = _VEC_COMPONENT.match(name)
+                vt = self.reg_type(scope, m.group(1)) if m else None
+                if vt is None or vt.vec <= 1:
+                    _fail(f"undefined register '{name}'", reg.pos)
+                t = ast.Type(vt.name)
+        scope.resolved[name] = t
+        return t
 
     def has_label(self, scope, name):
         s = scope

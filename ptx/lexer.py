@@ -71,6 +71,8 @@ def tokenize(text: str) -> list:
     """Token list ending in one EOF token; a token is the tuple (kind, text, value, line, col). Bad
     characters become ERR tokens, so a `.section` skipper can step over them; the parser rejects them
     anywhere else. Raises PTXSyntaxError only for unterminated comments and malformed literals."""
+    if "/*" not in text:
+        return _tokenize_lines(text)
     toks = []
     append = toks.append
     count = text.count
@@ -117,4 +119,58 @@ def tokenize(text: str) -> list:
         else:
             append((ERR, m.group(kind), None, line, col))
     append((EOF, "", None, line, len(text) - line_start + 1))
+    return toks
+
+
+# A line's tokens, for text without block comments (no token then spans lines): the line number is the
+# loop's, the column the match's, so no newline is counted per token. Words and punctuation come first.
+_LINE = re.compile(
+    r"[ \t\r\f\v]*(?:(?P<word>[A-Za-z_$%][A-Za-z0-9_$]*" + _SUFFIX + r"*)"
+    r"|(?P<cmt>//.*|@@DWARF.*)"
+    r"|(?P<punct>[{}()\[\];,:+\-!@|<>=*/~&^%])"
+    r"|(?P<hexf>0[fF][0-9a-fA-F]{8}(?![0-9A-Za-z_$]))"
+    r"|(?P<hexd>0[dD][0-9a-fA-F]{16}(?![0-9A-Za-z_$]))"
+    r"|(?P<dec>(?:[0-9]+\.[0-9]*(?:[eE][+-]?[0-9]+)?|\.[0-9]+(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+)"
+    r"(?![0-9A-Za-z_$.]))"
+    r"|(?P<int>(?:0[xX][0-9a-fA-F]+|0[bB][01]+|[0-9]+)[uU]?(?![0-9A-Za-z_$.]))"
+    r"|(?P<dir>\.[A-Za-z_][A-Za-z0-9_]*(?:::[A-Za-z0-9_]+)*)"
+    r"|(?P<str>\"(?:[^\"\\\n]|\\.)*\")"
+    r"|(?P<end>\Z)"
+    r"|(?P<err>.))")
+_KIND = {"word": WORD, "punct": PUNCT, "dir": DIR}
+
+
+def _tokenize_lines(text: str) -> list:
+    toks = []
+    append = toks.append
+    finditer = _LINE.finditer
+    kinds = _KIND
+    line = 0
+    for src in text.split("\n"):
+        line += 1
+        for m in finditer(src):
+            kind = m.lastgroup
+            k = kinds.get(kind)
+            if k is not None:
+                append((k, m.group(kind), None, line, m.start(kind) + 1))
+                continue
+            if kind == "end" or kind == "cmt":
+                break
+            s = m.group(kind)
+            col = m.start(kind) + 1
+            if kind == "int":
+                append((INT, s, int_literal(s, line, col), line, col))
+            elif kind == "hexf":
+                raw = int(s[2:], 16)
+                append((FLOAT, s, (float_bits(raw, 32), 32, raw), line, col))
+            elif kind == "hexd":
+                raw = int(s[2:], 16)
+                append((FLOAT, s, (float_bits(raw, 64), 64, raw), line, col))
+            elif kind == "dec":
+                append((FLOAT, s, (float(s), 0, 0), line, col))
+            elif kind == "str":
+                append((STR, s, s[1:-1], line, col))
+            else:
+                append((ERR, s, None, line, col))
+    append((EOF, "", None, line, len(src) + 1))
     return toks

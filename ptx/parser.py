@@ -87,12 +87,6 @@ def _version_first(text: str) -> None:
         check_version((int(m.group(1)), int(m.group(2))), text.count("\n", 0, m.start()) + 1)
 
 
-def _split_word(text: str):
-    """'ld.global.L2::evict_last.f32' -> ('ld', ('global', 'L2::evict_last', 'f32'))."""
-    parts = text.split(".")
-    return parts[0], tuple(parts[1:])
-
-
 class Parser:
     """One pass over a token list (ending in EOF); `module()` returns the tree."""
 
@@ -657,7 +651,8 @@ class Parser:
 
     def instruction(self):
         guard = None
-        t = self.peek()
+        toks = self.toks
+        t = toks[self.i]
         if t[0] == PUNCT and t[1] == "@":
             self.next()
             neg = self.accept_punct("!")
@@ -666,24 +661,35 @@ class Parser:
                 raise self.error(f"expected a predicate register after '@' but found {describe(g)}", g)
             self.next()
             guard = (g[1], neg)
-        op_tok = self.peek()
-        if op_tok[0] != WORD:
-            raise self.error(f"expected an instruction but found {describe(op_tok)}", op_tok)
-        self.next()
-        opcode, mods = _split_word(op_tok[1])
+            t = toks[self.i]
+        if t[0] != WORD:
+            raise self.error(f"expected an instruction but found {describe(t)}", t)
+        self.i += 1
+        parts = t[1].split(".")
+        opcode, mods = parts[0], tuple(parts[1:])
         if opcode not in OPCODES:
-            raise self.error(f"unknown instruction '{opcode}'", op_tok)
-        if any(m == "" for m in mods):
-            raise self.error(f"malformed instruction {op_tok[1]!r}", op_tok)
+            raise self.error(f"unknown instruction '{opcode}'", t)
+        if "" in mods:
+            raise self.error(f"malformed instruction {t[1]!r}", t)
         operands = []
-        if not self.accept_punct(";"):
+        n = toks[self.i]
+        if n[0] == PUNCT and n[1] == ";":
+            self.i += 1
+        else:
+            operand = self.operand
+            append = operands.append
             while True:
-                operands.append(self.operand())
-                if self.accept_punct(";"):
-                    break
-                if not self.accept_punct(","):
-                    raise self.error(f"expected ',' or ';' after an operand but found {describe(self.peek())}")
-        return ast.Instruction(opcode, mods, operands, guard, ast.Pos(op_tok[3], op_tok[4]))
+                append(operand())
+                n = toks[self.i]
+                if n[0] == PUNCT:
+                    if n[1] == ";":
+                        self.i += 1
+                        break
+                    if n[1] == ",":
+                        self.i += 1
+                        continue
+                raise self.error(f"expected ',' or ';' after an operand but found {describe(n)}", n)
+        return ast.Instruction(opcode, mods, operands, guard, ast.Pos(t[3], t[4]))
 
     # ------------------------------------------------------------ operands
 

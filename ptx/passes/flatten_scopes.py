@@ -13,16 +13,63 @@ from ptx.errors import PTXSemanticError
 _TRAILING_DIGITS = re.compile(r"^(.*?)(\d+)$")
 
 
+class _Decls(dict):
+    """A function's declarations; any change forgets the lookups made so far (stages add declarations)."""
+    __slots__ = ("memo",)
+
+    def __init__(self, *a, **k):
+        super().__init__(*a, **k)
+        self.memo = {}
+
+    def __setitem__(self, k, v):
+        self.memo.clear()
+        super().__setitem__(k, v)
+
+    def __delitem__(self, k):
+        self.memo.clear()
+        super().__delitem__(k)
+
+    def setdefault(self, k, v=None):
+        if k not in self:
+            self.memo.clear()
+        return super().setdefault(k, v)
+
+    def update(self, *a, **k):
+        self.memo.clear()
+        super().update(*a, **k)
+
+    def pop(self, *a):
+        self.memo.clear()
+        return super().pop(*a)
+
+    def clear(self):
+        self.memo.clear()
+        super().clear()
+
+
+_MISS = object()
+
+
 @dataclass
 class FlatFunction:
     func: A.Function
     body: list                              # [Instruction | Label]
-    decls: dict = field(default_factory=dict)      # name -> VarDecl (parameterised ones by base name)
+    decls: dict = field(default_factory=_Decls)    # name -> VarDecl (parameterised ones by base name)
     branch_targets: dict = field(default_factory=dict)
     prototypes: dict = field(default_factory=dict)
 
     def lookup(self, name: str):
         """The declaration of `name` (a `%r<N>` family member resolves to the family)."""
+        decls = self.decls
+        memo = getattr(decls, "memo", None)
+        if memo is not None:
+            d = memo.get(name, _MISS)
+            if d is _MISS:
+                d = memo[name] = self._lookup(name)
+            return d
+        return self._lookup(name)
+
+    def _lookup(self, name: str):
         d = self.decls.get(name)
         if d is not None and d.count is None:
             return d

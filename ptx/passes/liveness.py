@@ -13,40 +13,40 @@ TERMINATORS = frozenset({"ret", "exit", "trap"})
 
 
 def _regs_in(op, is_reg, out):
-    if isinstance(op, (A.Reg, A.SymbolExpr)):
+    t = type(op)        # exact types: the tree has no subclasses, and this runs for every operand
+    if t is A.Reg or t is A.SymbolExpr:
         if is_reg(op.name):
             out.add(op.name)
-    elif isinstance(op, A.Address):
+    elif t is A.Address:
         if op.base and is_reg(op.base):
             out.add(op.base)
-    elif isinstance(op, A.Vector):
+    elif t is A.Vector:
         for e in op.elems:
             _regs_in(e, is_reg, out)
-    elif isinstance(op, A.Negated):
+    elif t is A.Negated:
         _regs_in(op.operand, is_reg, out)
-    elif isinstance(op, A.PredPair):
+    elif t is A.PredPair:
         _regs_in(op.first, is_reg, out)
         _regs_in(op.second, is_reg, out)
-    elif isinstance(op, A.ParenList):
+    elif t is A.ParenList:
         for e in op.items:
             _regs_in(e, is_reg, out)
 
 
 def defs_uses(ins: A.Instruction, is_reg):
     defs, uses = set(), set()
-    ops = list(ins.operands)
+    ops = ins.operands
     op = ins.opcode
     has_dest = op not in NO_DEST and not (op in ("bar", "barrier") and "red" not in ins.mods)
     if op == "call":
-        has_dest = bool(ops) and isinstance(ops[0], A.ParenList)
+        has_dest = bool(ops) and type(ops[0]) is A.ParenList
+    first = 0
     if has_dest and ops:
-        d = ops.pop(0)
-        if isinstance(d, A.Address):
-            _regs_in(d, is_reg, uses)
-        else:
-            _regs_in(d, is_reg, defs)
-    for o in ops:
-        _regs_in(o, is_reg, uses)
+        first = 1
+        d = ops[0]
+        _regs_in(d, is_reg, uses if type(d) is A.Address else defs)
+    for k in range(first, len(ops)):
+        _regs_in(ops[k], is_reg, uses)
     if ins.guard and is_reg(ins.guard[0]):
         uses.add(ins.guard[0])
     return defs, uses
