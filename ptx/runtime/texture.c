@@ -39,7 +39,15 @@ static void channel(const ptx_texture *t, uint32_t raw, texel *v, int c) {
     case PTX_TF_F16: v->f[c] = half_to_float((uint16_t)raw); v->u[c] = bits_of(v->f[c]); return;
     case PTX_TF_U8: v->f[c] = (float)raw / 255.0f; break;
     case PTX_TF_U16: v->f[c] = (float)raw / 65535.0f; break;
-    case PTX_TF_S8: v->f[c] = fmaxf(-1.0f, (float)(int32_t)raw / 127.0f); break;
+    case PTX_TF_S8:
+        if (t->filtering) {  /* filtering widens to 16 bits first, replicating the 7 magnitude bits */
+            int32_t x = (int32_t)raw, m = x < 0 ? -x : x;
+            int32_t w = m >= 127 ? 32767 : (m << 8) | (m << 1) | (m >> 6);
+            v->f[c] = fmaxf(-1.0f, (float)(x < 0 ? -w : w) / 32767.0f);
+        } else {
+            v->f[c] = fmaxf(-1.0f, (float)(int32_t)raw / 127.0f);
+        }
+        break;
     case PTX_TF_S16: v->f[c] = fmaxf(-1.0f, (float)(int32_t)raw / 32767.0f); break;
     default: v->f[c] = 0; break;
     }
@@ -130,10 +138,12 @@ static void locate(const ptx_texture *t, const float *x, int dims, const int *n,
         uint32_t mode = t->address[d];
         float xt = to_texels(t, x[d], n[d], mode);
         if (linear) {
-            float xb = xt - 0.5f, fl = floorf(xb);
-            /* the weight in 8 fractional bits (the programming guide's 9-bit fixed point) */
-            fp->a[d] = rintf((xb - fl) * 256.0f) * (1.0f / 256.0f);
-            int i0 = (int)fmaxf(fminf(fl, 2147483000.0f), -2147483000.0f);
+            /* the position in 8 fractional bits (the programming guide's 9-bit fixed point weights):
+               rounded first, so a coordinate just below a texel centre selects that texel, weight 0 */
+            float q = floorf(fmaxf(fminf((xt - 0.5f) * 256.0f, 2.0e9f), -2.0e9f) + 0.5f);
+            int64_t qi = (int64_t)q;
+            int i0 = (int)(qi >> 8);
+            fp->a[d] = (float)(qi & 255) * (1.0f / 256.0f);
             fp->i[d][0] = address(i0, n[d], mode);
             fp->i[d][1] = address(i0 + 1, n[d], mode);
         } else {
@@ -155,9 +165,10 @@ static void corner(const ptx_texture *t, const footprint *fp, int cx, int cy, in
 static int cube_face(float x, float y, float z, float *s, float *tt) {
     float ax = fabsf(x), ay = fabsf(y), az = fabsf(z), m, sc, tc;
     int face;
-    if (ax >= ay && ax >= az) { m = ax; face = x >= 0 ? 0 : 1; sc = x >= 0 ? -z : z; tc = -y; }
-    else if (ay >= az) { m = ay; face = y >= 0 ? 2 : 3; sc = x; tc = y >= 0 ? z : -z; }
-    else { m = az; face = z >= 0 ? 4 : 5; sc = z >= 0 ? x : -x; tc = -y; }
+    /* ties go to z, then y (what the hardware picks for (1, 1, 1)) */
+    if (az >= ax && az >= ay) { m = az; face = z >= 0 ? 4 : 5; sc = z >= 0 ? x : -x; tc = -y; }
+    else if (ay >= ax) { m = ay; face = y >= 0 ? 2 : 3; sc = x; tc = y >= 0 ? z : -z; }
+    else { m = ax; face = x >= 0 ? 0 : 1; sc = x >= 0 ? -z : z; tc = -y; }
     *s = (sc / m + 1.0f) * 0.5f;
     *tt = (tc / m + 1.0f) * 0.5f;
     return face;
@@ -189,14 +200,18 @@ static void prepare(const ptx_texture *t, uint32_t geom, uint32_t ctype, const u
         *layer = *layer * 6 + face;
         x[0] = s; x[1] = tc;
         local->normalized = 1;
-        local->address[0] = local->address[1] = PTX_TA_CLAMP;
+        /* a face's own address mode: border stays border (a corner direction such as (1,1,1) lands on
+           s = 1.0, outside the face), wrap and mirror act as clamp */
+        for (int d = 0; d < 2; d++)
+            if (local->address[d] != PTX_TA_BORDER) local->address[d] = PTX_TA_CLAMP;
     }
     if (ctype != PTX_TT_F32) {        /* integer coordinates address texels directly */
         local->normalized = 0;
         for (int d = 0; d < 3; d++) x[d] += 0.5f;
     }
-    if (*layer < 0) *layer = 0;
-    if (t->layers && *layer >= (int)t->layers) *layer = (int)t->layers - 1;
+    /* the layer index is unsigned: -1 selects the last layer */
+    if (t->layers && (uint32_t)*layer >= t->layers) *layer = (int)t->layers - 1;
+    if (!t->layers) *layer = 0;
 }
 
 static void write_out(const ptx_texture *t, const texel *v, uint32_t rtype, uint32_t *out) {
@@ -224,6 +239,14 @@ void ptx_tex_fetch(const ptx_texture *t, uint32_t geom, uint32_t rtype, uint32_t
     prepare(t, geom, ctype, coords, x, &layer, n, &lt);
     int dims = dims_of(geom);
     int linear = lt.filter && ctype == PTX_TT_F32;
+    if (dims == 1 && linear) {
+        /* a 1D texture filters as a 2D one of height 1 sampled at y = 0, the edge of its one row: with a
+           border address mode half of the result is the border colour (as the hardware answers) */
+        dims = 2;
+        x[1] = 0.0f;
+        n[1] = 1;
+    }
+    lt.filtering = linear;   /* texels widened as the filter unit reads them */
     footprint fp;
     locate(&lt, x, dims, n, linear, &fp);
     texel v;
@@ -255,6 +278,7 @@ void ptx_tex_gather(const ptx_texture *t, uint32_t comp, uint32_t geom, uint32_t
     ptx_texture lt;
     prepare(t, geom, ctype, coords, x, &layer, n, &lt);
     footprint fp;
+    lt.filtering = 1;
     locate(&lt, x, 2, n, 1, &fp);
     static const int order[4][2] = {{0, 1}, {1, 1}, {1, 0}, {0, 0}};  /* (i0,j1) (i1,j1) (i1,j0) (i0,j0) */
     for (int k = 0; k < 4; k++) {

@@ -32,7 +32,7 @@ typedef struct ptx_texture {
     uint32_t normalized;      /* 1: coordinates in [0,1) */
     float border[4];
     uint32_t magic;           /* PTX_TEXTURE_MAGIC: a handle that is not one is refused */
-    uint32_t reserved;
+    uint32_t filtering;       /* 0 from the driver; texture.c sets it on its own copy while filtering */
 } ptx_texture;
 
 #define PTX_TEXTURE_MAGIC 0x54585452u

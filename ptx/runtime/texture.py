@@ -23,4 +23,4 @@ class Descriptor(ctypes.Structure):
                 ("layers", ctypes.c_uint32), ("linear", ctypes.c_uint32),
                 ("address", ctypes.c_uint32 * 3), ("filter", ctypes.c_uint32),
                 ("read_normalized", ctypes.c_uint32), ("normalized", ctypes.c_uint32),
-                ("border", ctypes.c_float * 4), ("magic", ctypes.c_uint32), ("reserved", ctypes.c_uint32)]
+                ("border", ctypes.c_float * 4), ("magic", ctypes.c_uint32), ("filtering", ctypes.c_uint32)]
