@@ -16,7 +16,7 @@ _SPECIAL_SCALAR = frozenset("""
 laneid warpid nwarpid smid nsmid gridid lanemask_eq lanemask_le lanemask_lt lanemask_ge lanemask_gt
 clock clock_hi clock64 globaltimer globaltimer_lo globaltimer_hi total_smem_size aggr_smem_size
 dynamic_smem_size reserved_smem_offset_begin reserved_smem_offset_end reserved_smem_offset_cap
-reserved_smem_offset_2 cluster_ctarank cluster_nctarank is_explicit_cluster current_graph_exec
+reserved_smem_offset_0 reserved_smem_offset_1 cluster_ctarank cluster_nctarank is_explicit_cluster current_graph_exec
 locality_domain_id
 """.split())
 _SPECIAL_RE = re.compile(r"%(?:(?:" + "|".join(_SPECIAL_VECTOR) + r")(?:\.[xyzw])?|envreg(?:[0-9]|[12][0-9]|3[01])"

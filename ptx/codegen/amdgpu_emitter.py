@@ -11,6 +11,7 @@ from ptx import ast as A
 from ptx.codegen import function_emitter as FE
 from ptx.codegen.function_emitter import FunctionEmitter, semantic, unsupported
 from ptx.codegen.irtext import IRFunction
+from ptx.codegen.reserved_smem import RESERVED_SMEM_BYTES
 from ptx.codegen.host_module import ModuleContext, llvm_name
 
 # v5 hidden kernel arguments (offsets from llvm.amdgcn.implicitarg.ptr)
@@ -284,7 +285,11 @@ class AmdgpuFunctionEmitter(FunctionEmitter):
             dyn = f.op(f"sub i32 {self.group_segment_size()}, {self.dynamic_base()}")
             if name == "%dynamic_smem_size" or self.mode == "func":
                 return dyn, "i32"
-            return f.op(f"add i32 {dyn}, {self.m.kernel_static_shared}"), "i32"
+            # the reservation (reserved_smem.py) sits in the static area; only the aggregate counts it
+            total = f.op(f"add i32 {dyn}, {self.m.kernel_static_shared - self.m.reserved_smem_bytes}")
+            if name == "%aggr_smem_size":
+                return f.op(f"add i32 {total}, {RESERVED_SMEM_BYTES}"), "i32"
+            return total, "i32"
         return super().special_register(name, ins)
 
     # ------------------------------------------------------------ control

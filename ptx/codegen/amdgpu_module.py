@@ -12,6 +12,7 @@ from ptx.codegen.amdgpu_emitter import AmdgpuFunctionEmitter, AmdModuleContext
 from ptx.codegen.host_module import (BUILTIN_FUNCS, _init_bytes, _flat_init, _layout_params,
                                      _setup_addr_vars, _reg_signature, _assemble, decl_align,
                                      decl_size, round_up, llvm_name)
+from ptx.codegen.reserved_smem import reserve_smem
 from ptx.errors import PTXUnsupportedError
 from ptx.passes.flatten_scopes import flatten_function
 
@@ -258,6 +259,7 @@ def build_amdgpu_ir(module: A.Module, target, datalayout: str, fma_contract=Fals
                     mctx.common_shared_end = off + decl_size(d)
                 elif d.space == "shared":
                     mctx.dynamic_shared_names.add(d.name)
+    reserve_smem(mctx, funcs)
     for name, ff in funcs.items():
         if ff.func.kind == "func" and name not in BUILTIN_FUNCS:
             mctx.shared_kernel = {}

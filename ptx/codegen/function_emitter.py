@@ -6,6 +6,7 @@ from __future__ import annotations
 from ptx import ast as A
 from ptx.codegen import ptxtypes as T
 from ptx.codegen.irtext import IRFunction
+from ptx.codegen.reserved_smem import RESERVED_SMEM_BYTES, reserved_smem_register
 from ptx.errors import PTXSemanticError, PTXUnsupportedError
 
 HANDLERS = {}        # opcode -> fn(emitter, instruction)
@@ -476,7 +477,17 @@ class FunctionEmitter:
         if name in ("%total_smem_size", "%aggr_smem_size"):
             a = self.load_L_u32(L_DYN_SHARED)
             b = self.load_L_u32(L_STATIC_SHARED)
-            return f.op(f"add i32 {a}, {b}"), "i32"
+            total = f.op(f"add i32 {a}, {b}")
+            if self.m.reserved_smem_bytes:  # the static area holds the reservation (reserved_smem.py)
+                total = f.op(f"sub i32 {total}, {self.m.reserved_smem_bytes}")
+            if name == "%total_smem_size":
+                return total, "i32"
+            # the aggregate counts the per-CTA reservation the driver reports
+            return f.op(f"add i32 {total}, {RESERVED_SMEM_BYTES}"), "i32"
+        if name.startswith("%reserved_smem_offset_"):
+            v = reserved_smem_register(self.m, name)
+            if v is not None:
+                return str(v), "i32"
         if name in ("%envreg1", "%envreg2"):
             # the cooperative-launch grid workspace (ptxrt.h): envreg1 high, envreg2 low 32 bits
             pp = self.invariant(("Lp", L_GRID_WORKSPACE), lambda: f"getelementptr i8, ptr {self.L}, i64 {L_GRID_WORKSPACE}")

@@ -11,6 +11,7 @@ from ptx import ast as A
 from ptx.codegen import ptxtypes as T
 from ptx.codegen import function_emitter as FE
 from ptx.codegen.function_emitter import FunctionEmitter
+from ptx.codegen.reserved_smem import reserve_smem
 from ptx.errors import PTXSemanticError, PTXUnsupportedError
 from ptx.passes.flatten_scopes import flatten_function
 from ptx.passes.inline_sync_calls import inline_sync_calls
@@ -100,6 +101,7 @@ class ModuleContext:
         self.shared_common = {}      # name -> offset (module-level and .func-body shared vars)
         self.shared_kernel = {}
         self.common_shared_end = 0
+        self.reserved_smem, self.reserved_smem_bytes = None, 0   # reserved_smem.py
         self.dynamic_shared_names = set()
         self.dynamic_shared_align = 1   # largest .align of the module-level dynamic (extern) shared arrays
         self.shared_align = 0           # largest .align of any shared variable (see FE.shared_base)
@@ -334,7 +336,7 @@ def emit_kernel(func: A.Function, flat, mctx: ModuleContext, has_sync: bool, out
         off = round_up(off, decl_align(d))
         mctx.shared_kernel[d.name] = off
         off += decl_size(d)
-    static_shared = off
+    static_shared = off - mctx.reserved_smem_bytes  # NVIDIA reports the variables, not the reservation
     dyn_base = round_up(off, dyn_align) if off else 0
     for n in dyn_names:
         mctx.shared_kernel[n] = dyn_base
@@ -797,6 +799,7 @@ def build_host_ir(module: A.Module, fma_contract=False, memcheck=False) -> HostI
                     off = round_up(mctx.common_shared_end, decl_align(d))
                     mctx.shared_common[d.name] = off
                     mctx.common_shared_end = off + decl_size(d)
+    reserve_smem(mctx, funcs)
     # one alignment for the shared base across the module: every function computes the same base
     mctx.shared_align = max([decl_align(i) for i in module.items if isinstance(i, A.VarDecl)
                              and i.space == "shared"] +

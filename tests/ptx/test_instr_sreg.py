@@ -140,3 +140,87 @@ def test_grid_wider_than_16_bits(rng):
     cta, ncta = K.run_elementwise(KS, "big_grid", [a], ["u32", "u32"], rng, block=block)
     K.check_equal(cta, np.arange(n, dtype=np.uint32) // block, [], "%ctaid.x")
     K.check_equal(ncta, np.full(n, blocks, np.uint32), [], "%nctaid.x")
+
+
+# The reserved region (what cooperative groups' multi-warp scratch reads through %reserved_smem_offset_1)
+# is CTA-shared memory of its own: every thread writes its slot in both halves, reads a neighbour's after
+# bar.sync, and neither the kernel's static nor its dynamic shared memory is touched.
+KS.add("reserved_smem", """
+.extern .shared .align 16 .b8 dyn[];
+.func (.reg .u32 r) res1()
+{
+mov.u32 r, %reserved_smem_offset_1;
+ret;
+}
+.visible .entry reserved_smem(.param .u64 out, .param .u32 seed)
+{
+.shared .align 4 .b32 sv[33];
+.reg .u32 %t, %s, %v, %a, %b, %r0, %r1, %n, %q;
+.reg .u64 %p, %off;
+.reg .pred %hasdyn;
+mov.u32 %t, %tid.x;
+ld.param.u32 %s, [seed];
+ld.param.u64 %p, [out]; cvta.to.global.u64 %p, %p;
+mul.wide.u32 %off, %t, 64; add.u64 %p, %p, %off;
+mov.u32 %v, %reserved_smem_offset_begin; st.global.u32 [%p], %v;
+mov.u32 %v, %reserved_smem_offset_end; st.global.u32 [%p+4], %v;
+mov.u32 %v, %reserved_smem_offset_cap; st.global.u32 [%p+8], %v;
+mov.u32 %r0, %reserved_smem_offset_0; st.global.u32 [%p+12], %r0;
+mov.u32 %r1, %reserved_smem_offset_1; st.global.u32 [%p+16], %r1;
+mov.u32 %v, %total_smem_size; st.global.u32 [%p+20], %v;
+mov.u32 %v, %aggr_smem_size; st.global.u32 [%p+24], %v;
+mov.u32 %v, sv; st.global.u32 [%p+28], %v;
+mov.u32 %v, dyn; st.global.u32 [%p+32], %v;
+mov.u32 %n, %dynamic_smem_size; st.global.u32 [%p+36], %n;
+call (%v), res1; st.global.u32 [%p+40], %v;
+// each thread's words: seed ^ (tid * odd constant), one per region
+mul.lo.u32 %q, %t, 2654435761; xor.b32 %q, %q, %s;
+shl.b32 %a, %t, 2;
+add.u32 %b, %a, %r0; st.shared.u32 [%b], %q;
+add.u32 %b, %a, %r1; add.u32 %v, %q, 1; st.shared.u32 [%b], %v;
+rem.u32 %b, %t, 33; shl.b32 %b, %b, 2; mov.u32 %v, sv; add.u32 %b, %b, %v; add.u32 %v, %q, 2;
+st.shared.u32 [%b], %v;
+setp.ge.u32 %hasdyn, %n, 256;
+mov.u32 %v, dyn; add.u32 %b, %a, %v; add.u32 %v, %q, 3;
+@%hasdyn st.shared.u32 [%b], %v;
+bar.sync 0;
+add.u32 %t, %t, 1; and.b32 %t, %t, 63; shl.b32 %a, %t, 2;
+add.u32 %b, %a, %r0; ld.shared.u32 %v, [%b]; st.global.u32 [%p+44], %v;
+add.u32 %b, %a, %r1; ld.shared.u32 %v, [%b]; st.global.u32 [%p+48], %v;
+mov.u32 %v, sv; add.u32 %b, %v, 4; ld.shared.u32 %v, [%b]; st.global.u32 [%p+52], %v;
+mov.u32 %v, dyn; add.u32 %b, %a, %v; mov.u32 %v, 0;
+@%hasdyn ld.shared.u32 %v, [%b];
+st.global.u32 [%p+56], %v;
+ret;
+}
+""")
+
+
+@pytest.mark.parametrize("dyn", [0, 256, 1000])
+def test_reserved_shared_memory(dyn, rng):
+    seed = int(rng.integers(0, 2 ** 32))
+    out = K.poison((64, 16), np.uint32, rng)
+    K.launch(KS.kernel("reserved_smem"), 1, 64, [out, np.uint32(seed)], shared_bytes=dyn)
+    o = out.astype(np.int64)
+    begin, end, cap, r0, r1, total, aggr, sv, dbase, dsize, fr1 = (o[:, k] for k in range(11))
+    for col in (begin, end, cap, r0, r1, total, aggr, sv, dbase, dsize, fr1):
+        assert (col == col[0]).all(), "every thread of the CTA reads the same value"
+    begin, end, cap, r0, r1, total, aggr, sv, dbase, dsize, fr1 = (int(c[0]) for c in
+                                                                    (begin, end, cap, r0, r1, total, aggr,
+                                                                     sv, dbase, dsize, fr1))
+    assert end - begin == cap == 1024, "the 1 KiB the driver reports as reserved per block"
+    assert begin <= r0 < r1 < end and r1 - r0 >= 288 and end - r1 >= 288, "cooperative groups need 288 B"
+    assert fr1 == r1, "a .func reads the same region"
+    assert end <= sv or sv + 132 <= begin, "the reservation overlaps the static shared variable"
+    assert dyn == 0 or end <= dbase or dbase + dyn <= begin, "the reservation overlaps dynamic shared memory"
+    assert dsize == dyn
+    assert dyn + 132 <= total <= dyn + 132 + 16 and aggr == total + 1024
+    t = np.arange(64, dtype=np.uint64)
+    q = ((t * 2654435761) & 0xFFFFFFFF) ^ seed
+    nb = np.roll(q, -1)
+    K.check_equal(out[:, 11], nb.astype(np.uint32), [], "reserved_smem_offset_0 neighbour")
+    K.check_equal(out[:, 12], ((nb + 1) & 0xFFFFFFFF).astype(np.uint32), [], "reserved_smem_offset_1 neighbour")
+    # sv[1] was written by threads 1 and 34 (tid % 33 == 1): either one's word, intact
+    assert set(out[:, 13].tolist()) <= {int((q[1] + 2) & 0xFFFFFFFF), int((q[34] + 2) & 0xFFFFFFFF)}
+    if dyn >= 256:
+        K.check_equal(out[:, 14], ((nb + 3) & 0xFFFFFFFF).astype(np.uint32), [], "dynamic shared neighbour")
