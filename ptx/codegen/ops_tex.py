@@ -4,7 +4,7 @@ runtime's texture.c with the handle (a texture.h descriptor's address) the kerne
 from __future__ import annotations
 
 from ptx import ast as A
-from ptx.codegen.function_emitter import check_mods, handles, semantic, unsupported
+from ptx.codegen.function_emitter import FunctionEmitter, check_mods, handles, semantic, unsupported
 
 GEOMETRIES = ("1d", "2d", "3d", "a1d", "a2d", "cube", "acube", "2dms", "a2dms")   # texture.h's order
 ELEM = {"f32": 0, "s32": 1, "u32": 2}
@@ -23,6 +23,10 @@ SIGS = {
 
 
 def _declare(em, name):
+    if type(em) is not FunctionEmitter:
+        # AMD GPUs: no image-descriptor lowering yet; the module load answers CUDA_ERROR_NOT_SUPPORTED
+        unsupported(em.cur_ins, f"{em.cur_ins.opcode} on this target (textures and surfaces run on the CPU "
+                                "backend only)")
     em.m.declare("declare " + SIGS[name])
 
 
