@@ -89,7 +89,10 @@ def _rename_operand(op, scope):
         return A.Reg(n, op.pos) if n else op
     if isinstance(op, A.Address):
         n = scope.get(op.base) if op.base else None
-        return A.Address(n, op.offset, op.pos) if n else op
+        extra = [_rename_operand(e, scope) for e in op.extra]     # tex/surface coordinates
+        if not n and all(a is b for a, b in zip(extra, op.extra)):
+            return op
+        return A.Address(n or op.base, op.offset, op.pos, extra=extra)
     if isinstance(op, A.SymbolExpr):
         n = scope.get(op.name)
         return A.SymbolExpr(n, op.offset, op.pos) if n else op

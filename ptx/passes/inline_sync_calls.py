@@ -16,7 +16,8 @@ def _rename(op, names):
     if isinstance(op, A.Reg):
         return A.Reg(_map(op.name, names), op.pos)
     if isinstance(op, A.Address):
-        return A.Address(_map(op.base, names) if op.base else None, op.offset, op.pos)
+        return A.Address(_map(op.base, names) if op.base else None, op.offset, op.pos,
+                         extra=[_rename(e, names) for e in op.extra])
     if isinstance(op, A.SymbolExpr):
         return A.SymbolExpr(_map(op.name, names), op.offset, op.pos)
     if isinstance(op, A.Vector):

@@ -20,6 +20,8 @@ def _regs_in(op, is_reg, out):
     elif t is A.Address:
         if op.base and is_reg(op.base):
             out.add(op.base)
+        for e in op.extra:      # tex/tld4/suld/sust coordinates: `[handle, {%f1, %f2}]`
+            _regs_in(e, is_reg, out)
     elif t is A.Vector:
         for e in op.elems:
             _regs_in(e, is_reg, out)

@@ -55,6 +55,19 @@ KS.add("surf_load", _kernel("surf_load", _LOAD_XY +
                             "  suld.b.2d.b32.clamp {%r10}, [%rd0, {%r7, %r6}];\n  mov.u32 %r11, 7;\n" + _STORE4,
                             _IO, ""))
 
+# the same in one kernel across bar.sync: the coordinates in `[h, {x, y}]` are live across the barrier
+KS.add("surf_bar", _kernel("surf_bar", _LOAD_XY + "  sust.b.2d.v2.b32.trap [%rd0, {%r5, %r6}], {%r3, %r4};\n"
+                           "  bar.sync 0;\n  add.s32 %r7, %r5, 24;\n"
+                           "  suld.b.2d.v2.b32.zero {%r8, %r9}, [%rd0, {%r7, %r6}];\n"
+                           "  suld.b.2d.b32.clamp {%r10}, [%rd0, {%r7, %r6}];\n  mov.u32 %r11, 7;\n" + _STORE4,
+                           _IO, ""))
+# coordinates in registers of a nested scope (renamed when scopes are flattened)
+KS.add("tex_scoped", _kernel("tex_scoped", _LOAD_XY + "  {\n  .reg .f32 %g<3>;\n  mov.f32 %g1, %f1;\n"
+                             "  mov.f32 %g2, %f2;\n"
+                             "  tex.2d.v4.f32.f32 {%f4, %f5, %f6, %f7}, [%rd0, {%g1, %g2}];\n  }\n"
+                             "  mov.b32 %r8, %f4;\n  mov.b32 %r9, %f5;\n  mov.b32 %r10, %f6;\n  mov.b32 %r11, %f7;\n"
+                             + _STORE4, _IO, ""))
+
 
 def _descriptor(img, fmt, channels, address=1, filt=0, normalized=0):
     d = Descriptor()
@@ -77,12 +90,13 @@ def _launch(name, d, xs, ys, rng):
     return out
 
 
-def test_tex_2d_point_clamp(rng):
+@pytest.mark.parametrize("name", ["tex_f32", "tex_scoped"])
+def test_tex_2d_point_clamp(rng, name):
     img = rng.standard_normal((H, W)).astype(np.float32)
     d = _descriptor(img, 0x20, 1)
     xs = rng.uniform(-3, W + 3, N).astype(np.float32)
     ys = rng.uniform(-3, H + 3, N).astype(np.float32)
-    out = _launch("tex_f32", d, xs, ys, rng)
+    out = _launch(name, d, xs, ys, rng)
     ix = np.clip(np.floor(xs).astype(int), 0, W - 1)
     iy = np.clip(np.floor(ys).astype(int), 0, H - 1)
     K.check_equal(out[:, 0], img[iy, ix].view(np.uint32), label="x")
@@ -125,7 +139,8 @@ def test_txq_and_suq(rng):
     K.check_equal(out, np.tile(np.array([w, h, d.normalized, w], np.uint32), (4, 1)))
 
 
-def test_surface_store_then_load(rng):
+@pytest.mark.parametrize("one_kernel", [False, True])
+def test_surface_store_then_load(rng, one_kernel):
     # a 2D surface of 2 x u32 texels; each thread owns one texel; 8 spare columns for the shifted reads
     sw, sh = N // 4, 4
     img = K.poison((sh, sw, 2), np.uint32, rng)
@@ -133,8 +148,11 @@ def test_surface_store_then_load(rng):
     tx = np.arange(N) % sw
     xs = (tx * 8).astype(np.int32)
     ys = (np.arange(N) // sw).astype(np.int32)
-    _launch("surf_store", d, xs, ys, rng)
-    out = _launch("surf_load", d, xs, ys, rng)
+    if one_kernel:
+        out = _launch("surf_bar", d, xs, ys, rng)
+    else:
+        _launch("surf_store", d, xs, ys, rng)
+        out = _launch("surf_load", d, xs, ys, rng)
     want_img = np.stack([np.arange(N, dtype=np.uint32), np.full(N, N, np.uint32)], 1).reshape(sh, sw, 2)
     K.check_equal(img.reshape(-1), want_img.reshape(-1), label="stored")
     src = tx + 3
