@@ -1,6 +1,7 @@
 """The host compiler's LLVM step (verify, optimise, emit a PIC object) in a long-lived child process, where an
 LLVM abort ("LLVM ERROR: ...", an assertion) kills the child and becomes a PTXError in the application.
-  python host_llc.py --serve    requests "CPU|- OPT LEN\\n" + IR on stdin; answers "OK LEN\\n" + object,
+  python host_llc.py --serve    requests "CPU|- OPT[s] LEN\\n" + IR on stdin (s: scalar, no vectorizers);
+                                answers "OK LEN\\n" + object,
                                 "BAD LEN\\n" + verifier message or "ERR LEN\\n" + message on stdout"""
 
 from __future__ import annotations
@@ -13,24 +14,38 @@ import threading
 import time
 
 from ptx.child_process import python_executable, read_exactly
+from ptx.errors import PTXUnsupportedError
 
 # ------------------------------------------------------------------ the child
 
 
-def _compile(ir: str, cpu: str, opt: int) -> bytes:
-    import llvmlite.binding as llvm
-    from ptx import host_target
-    tm = host_target.machine(cpu)[0]
+def _optimised(llvm, tm, ir: str, opt: int, vectorize: bool):
     try:
         mod = llvm.parse_assembly(ir)
         mod.verify()            # before any pass: LLVM's passes abort on a broken function
     except RuntimeError as e:
         raise SyntaxError(str(e)) from None
     pto = llvm.create_pipeline_tuning_options(speed_level=opt)
-    pto.loop_vectorization = opt >= 2
-    pto.slp_vectorization = opt >= 2
+    pto.loop_vectorization = pto.slp_vectorization = vectorize and opt >= 2
     pb = llvm.create_pass_builder(tm, pto)
     pb.getModulePassManager().run(mod, pb)
+    return mod
+
+
+def _compile(ir: str, cpu: str, opt: int, vectorize: bool = True) -> bytes:
+    import llvmlite.binding as llvm
+    from ptx import host_target
+    tm = host_target.machine(cpu)[0]
+    mod = _optimised(llvm, tm, ir, opt, vectorize)
+    try:
+        # and after: LLVM 22's SLP vectorizer can leave a shufflevector before the instruction it reads
+        # (ggml's mmvq for AVX2 CPUs), which instruction selection then asserts on
+        mod.verify()
+    except RuntimeError as e:
+        if not (vectorize and opt >= 2):
+            raise RuntimeError(f"LLVM's optimiser produced invalid IR: {str(e)[:300]}") from None
+        mod = _optimised(llvm, tm, ir, opt, False)
+        mod.verify()
     return tm.emit_object(mod)
 
 
@@ -47,7 +62,7 @@ def serve():
         cpu, opt, n = header.decode().split()
         ir = inp.read(int(n)).decode()
         try:
-            obj = _compile(ir, "" if cpu == "-" else cpu, int(opt))
+            obj = _compile(ir, "" if cpu == "-" else cpu, int(opt.rstrip("s")), not opt.endswith("s"))
             out.write(b"OK %d\n" % len(obj) + obj)
         except SyntaxError as e:
             msg = str(e).encode()
@@ -91,8 +106,8 @@ class _Child:
         why = next((ln for ln in lines if "LLVM ERROR" in ln), lines[-1] if lines else "")
         return f"{'signal %d' % -code if code < 0 else 'exit %d' % code}: {why[:400]}"
 
-    def compile(self, ir: str, cpu: str, opt: int, timeout: float, what: str) -> bytes:
-        from ptx.errors import PTXError, PTXUnsupportedError
+    def compile(self, ir: str, cpu: str, opt: int, timeout: float, what: str, vectorize=True) -> bytes:
+        from ptx.errors import PTXError
         data = ir.encode()
         with self.lock:
             if self.proc is None or self.owner != os.getpid() or self.proc.poll() is not None:
@@ -102,7 +117,8 @@ class _Child:
                     raise PTXError(f"compiling {what}: cannot start the LLVM child: {e}") from None
             deadline = time.monotonic() + timeout
             try:
-                self.proc.stdin.write(b"%s %d %d\n" % ((cpu or "-").encode(), opt, len(data)) + data)
+                self.proc.stdin.write(b"%s %d%s %d\n" % ((cpu or "-").encode(), opt, b"" if vectorize else b"s",
+                                                         len(data)) + data)
                 self.proc.stdin.flush()
                 line = b""
                 while not line.endswith(b"\n"):
@@ -134,7 +150,17 @@ def compile_object(ir: str, cpu: str, opt: int, what: str = "kernel code") -> by
         timeout = float(os.environ.get(TIMEOUT_ENV, "") or 3600)
     except ValueError:
         timeout = 3600.0
-    return _child.compile(ir, cpu, opt, timeout, what)
+    try:
+        return _child.compile(ir, cpu, opt, timeout, what)
+    except PTXUnsupportedError as e:
+        if opt < 2 or "LLVM aborted" not in str(e):
+            raise
+        # an abort inside LLVM's vectorizers, or in selecting what they emitted, that the verifier after
+        # the passes did not catch: once more without them, at the same level
+        try:
+            return _child.compile(ir, cpu, opt, timeout, what, vectorize=False)
+        except PTXUnsupportedError:
+            raise e from None
 
 
 if __name__ == "__main__":
