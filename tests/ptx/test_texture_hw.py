@@ -11,10 +11,11 @@ import texture_answers as TA
 from ptx import runtime
 
 CASES = TA.cases()
-# Bit-exact today: point sampling of every format, geometry and address mode (border colours quantised to
-# the format), integer fetches, and gathers (tld4, s8 widened to 16 bits). Linear filtering is not: its
-# weights are the hardware's 8-bit ones, but the arithmetic that combines texels (and cubemap seams)
-# differs in the last bits, sometimes more (see test_linear_filtering_agreement).
+# Bit-exact: point sampling of every format, geometry and address mode (border colours quantised to the
+# format), integer fetches, gathers (tld4), and nearly all of linear filtering (weights of 8 fractional
+# bits, the far corner's weight rounded, the sum exact and rounded once: to float, ties away; to 16-bit
+# fixed point for 8/16-bit normalised formats; to a half's precision for f16). Not yet matched: the order
+# in which 3D weights are rounded, mirror at some coordinates, s8/s16 in the last 16-bit step.
 EXACT = [c for c in CASES if c["filter"] == "point"]
 
 
@@ -44,19 +45,22 @@ def test_every_probe_case_is_replayed():
 
 
 def test_linear_filtering_agreement():
-    """Linear filtering: how many results are bit-exact and how far the rest are. The floors are what
-    this runtime reaches now; a change that loses agreement fails."""
-    exact = total = 0
-    worst_2d = 0.0
+    """Linear filtering: how many results are bit-exact, and how far the rest are. The floors are what this
+    runtime reaches now (3461 of 3536 outside 3D, 261 of 336 in 3D); a change that loses agreement fails."""
+    exact = collections.Counter()
+    total = collections.Counter()
+    worst = 0.0
     for case in CASES:
         if case["filter"] != "linear":
             continue
+        key = "3d" if case["kind"] == "3d" else "other"
         for _, got, want in TA.replay(_lib(), case):
-            total += 1
-            exact += got == want
-            if case["kind"] == "2d" and case["format"] in ("u8", "u16", "s8", "s16"):
-                worst_2d = max(worst_2d, max(abs(_f(g) - _f(w)) for g, w in zip(got, want)))
-    assert total > 3000
-    assert exact / total >= 0.40, f"{exact} of {total} bit-exact"
-    # normalised 8/16-bit textures: within 1/128 of the hardware everywhere
-    assert worst_2d < 1 / 128, worst_2d
+            total[key] += 1
+            exact[key] += got == want
+            if key == "other" and case["read"] == "normalized" and case["address"] != "mirror":
+                worst = max(worst, max(abs(_f(g) - _f(w)) for g, w in zip(got, want)))
+    assert total == {"other": 3536, "3d": 336}
+    assert exact["other"] >= 3461, exact
+    assert exact["3d"] >= 261, exact
+    # normalised 8/16-bit textures: the misses are a unit or two of the 16-bit fixed-point sum
+    assert worst <= 3 / 32767, worst
