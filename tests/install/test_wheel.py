@@ -131,7 +131,8 @@ def test_wheel_holds_every_package_file(wheel):
     tree = {f for f in p.stdout.split() if (ROOT / f).is_file()}
     names = set(zipfile.ZipFile(wheel).namelist())
     assert tree - names == set()
-    assert {"zluda_py/_lib/libcuda.so.1", "zluda_py/_lib/libcuda.so"} <= names
+    assert {"zluda_py/_lib/libcuda.so.1", "zluda_py/_lib/libcuda.so", "zluda_py/_lib/libnvrtc.so.13",
+            "zluda_py/_lib/libnvrtc.so"} <= names
 
 
 def test_sdist_builds_the_same_wheel(wheel, venv, tmp_path):
