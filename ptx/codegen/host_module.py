@@ -192,6 +192,10 @@ def _init_bytes(d: A.VarDecl, size: int, relocs: list):
 
 
 def emit_global(d: A.VarDecl, mctx: ModuleContext, out: list):
+    if d.type.name in ("texref", "surfref", "samplerref"):
+        # CUDA 12 removed texture/surface references; texture and surface objects are what runs here
+        raise PTXUnsupportedError(f"module-scope .{d.type.name} {d.name} (legacy texture/surface references)",
+                                  d.pos.line, d.pos.col)
     size = decl_size(d)
     if size == 0 and d.init:
         size = len(_flat_init(d.init)) * T.size_of(d.type.name) * d.type.vec
