@@ -18,6 +18,7 @@ DEPTH_TEXTURE, COLOR_ATTACHMENT, SPARSE, DEFERRED_MAPPING = 0x10, 0x20, 0x40, 0x
 _KNOWN_FLAGS = LAYERED | SURFACE_LDST | CUBEMAP | TEXTURE_GATHER | DEPTH_TEXTURE | COLOR_ATTACHMENT
 # the device limits an H200 reports (maxTexture1D/2D/3D, layered and cubemap sizes)
 MAX_1D, MAX_2D, MAX_3D, MAX_LAYERS, MAX_CUBE = 131072, (131072, 65536), 16384, 2048, 32768
+MAX_LAYERED = 32768     # maxTexture1DLayered/2DLayered width and height
 _handles = itertools.count(0xA7A70001)
 
 
@@ -77,7 +78,7 @@ def _check_shape(w, h, d, fmt, nch, flags):
             raise CudaError(CUDA_ERROR_INVALID_VALUE, f"cubemap {w}x{h}x{d}: faces square, depth 6 "
                                                       "(a multiple of 6 when layered)")
     elif flags & LAYERED:
-        if d == 0 or d > MAX_LAYERS or w > MAX_2D[0] or h > MAX_2D[1]:   # h 0: 1D layered
+        if d == 0 or d > MAX_LAYERS or w > MAX_LAYERED or h > MAX_LAYERED:   # h 0: 1D layered
             raise CudaError(CUDA_ERROR_INVALID_VALUE, f"layered array {w}x{h} with {d} layers")
     elif d:
         if max(w, h, d) > MAX_3D:
