@@ -293,9 +293,7 @@ def cache_key(text, fma_contract=False, opt_level=3, cpu=None, memcheck=False, l
     """What names a module's cache entry: its text and everything that changes its code, known without
     parsing it."""
     from ptx import host_target
-    with _llvm_lock:
-        tm_key = host_target.machine(cpu)[1]
-    parts = [text, COMPILER_VERSION, str(fma_contract), str(opt_level), tm_key, _FORMAT]
+    parts = [text, COMPILER_VERSION, str(fma_contract), str(opt_level), host_target.key_part(cpu), _FORMAT]
     parts += (["memcheck"] if memcheck else []) + (["lazy"] if lazy else [])
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import platform
 import struct
 import sys
 import tempfile
@@ -142,6 +143,46 @@ def cpu_name(cpu=None) -> str:
     """The CPU asked for: `cpu`, else ZLUDA_CPU_TARGET; "" means this machine's own."""
     name = (os.environ.get(CPU_ENV, "") if cpu is None else cpu).strip()
     return "" if name in _HOST_NAMES else name
+
+
+def key_part(cpu=None) -> str:
+    """What names machine(cpu)'s code in the object-cache key, found without loading LLVM (a cache hit must
+    not pay llvmlite's import): the CPU asked for, or this one's identity (/proc/cpuinfo), and the LLVM
+    build llvmlite carries."""
+    name = cpu_name(cpu)
+    llvm_build = _llvm_build()
+    ident = None if name else _host_cpu_identity()
+    if llvm_build is None or (not name and ident is None):
+        return machine(cpu)[1]
+    if name:
+        features = _X86_64_BASELINE if platform.machine().lower() in ("x86_64", "amd64") else ""
+        return f"{name}|{features}|{llvm_build}|pic"
+    return f"host:{ident}|{llvm_build}|pic"
+
+
+def _llvm_build():
+    import importlib.util
+    try:
+        spec = importlib.util.find_spec("llvmlite")
+        st = os.stat(os.path.join(spec.submodule_search_locations[0], "binding", "libllvmlite.so"))
+    except (ImportError, AttributeError, TypeError, IndexError, OSError):
+        return None
+    return f"llvmlite:{st.st_size}:{st.st_mtime_ns}"
+
+
+def _host_cpu_identity():
+    """The first CPU's vendor, family, model and flags: what LLVM's host CPU name and features come from."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            first = f.read().split("\n\n", 1)[0]
+    except OSError:
+        return None
+    fields = {k.strip(): v for k, v in (line.split(":", 1) for line in first.splitlines() if ":" in line)}
+    parts = [fields.get(k, "").strip() for k in ("vendor_id", "cpu family", "model", "flags")]
+    if not parts[3]:
+        return None
+    import hashlib
+    return hashlib.sha256("|".join(parts).encode()).hexdigest()[:20]
 
 
 def machine(cpu=None):
