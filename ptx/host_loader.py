@@ -61,14 +61,31 @@ def link(obj: bytes, what: str = "kernel code", needs_main: bool = False) -> byt
         cmd = [_compiler(), "-shared", "-o", out, src, "-Wl,-Bsymbolic", "-Wl,-z,noexecstack"]
         if needs_main:
             stub = os.path.join(d, _PLACEHOLDER.decode())
-            _run([_compiler(), "-shared", "-nostdlib", "-x", "c", os.devnull, "-o", stub,
-                  f"-Wl,-soname,{_PLACEHOLDER.decode()}"], what)
+            with open(stub, "wb") as f:
+                f.write(_placeholder_stub(what))
             cmd += ["-Wl,--no-as-needed", stub]
         else:
             cmd.append(f"-Wl,-soname,{_PLACEHOLDER.decode()}")
         _run(cmd + ["-lm"], what)
         with open(out, "rb") as f:
             return f.read()
+
+
+_stub = None
+
+
+def _placeholder_stub(what) -> bytes:
+    """An empty shared object whose soname is the placeholder, built once per process: every lazy kernel
+    and barrier fallback links against it (a compiler run each cost ~45 ms)."""
+    global _stub
+    if _stub is None:
+        with tempfile.TemporaryDirectory(prefix="zluda-link-") as d:
+            path = os.path.join(d, _PLACEHOLDER.decode())
+            _run([_compiler(), "-shared", "-nostdlib", "-x", "c", os.devnull, "-o", path,
+                  f"-Wl,-soname,{_PLACEHOLDER.decode()}"], what)
+            with open(path, "rb") as f:
+                _stub = f.read()
+    return _stub
 
 
 def _run(cmd, what):
