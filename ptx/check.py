@@ -24,6 +24,11 @@ _SPECIAL_RE = re.compile(r"%(?:(?:" + "|".join(_SPECIAL_VECTOR) + r")(?:\.[xyzw]
 _SPECIAL_64 = frozenset(("%clock64", "%globaltimer", "%gridid", "%current_graph_exec"))
 _VEC_COMPONENT = re.compile(r"(.*)\.([xyzwrgba])\Z")
 _TRAILING_NUM = re.compile(r"(.*?)([0-9]+)\Z")
+# A video instruction's byte/half selector on a 32-bit source (`%r1.b0`, `%r2.h1`, vadd4's `.b3210`, vadd2's
+# `.h10`): the register is the name before it; the code generator reads the selector.
+_SELECTOR = re.compile(r"(%?[^.]+)\.(b[0-3]|h[01]|b[0-7]{4}|h[01]{2})\Z")
+_VIDEO_OPS = frozenset("vadd vsub vabsdiff vmin vmax vshl vshr vmad vset vadd2 vsub2 vavrg2 vabsdiff2 vmin2 vmax2 "
+                       "vset2 vadd4 vsub4 vavrg4 vabsdiff4 vmin4 vmax4 vset4".split())
 
 _TYPE_BITS = {
     "pred": 1, "b8": 8, "s8": 8, "u8": 8, "e4m3": 8, "e5m2": 8,
@@ -119,6 +124,7 @@ class _Checker:
         # declares a C `void` function as returning a .b64); within one input a call must match.
         self.fn_sigs = {}
         self.item_index = 0
+        self.mods_ok = set()  # (opcode, modifiers) that passed isa.check_modifiers: it looks at nothing else
 
     def run(self):
         isa.check_header(self.module)
@@ -282,13 +288,19 @@ class _Checker:
             _fail(f"'{op}' takes {want} operands, not {len(ops)}", ins.pos)
         if ins.guard is not None:
             gname = ins.guard[0]
-            gt = self.resolve_reg(scope, ast.Reg(gname, ins.pos))
+            gt = scope.resolved.get(gname) or self.resolve_reg(scope, ast.Reg(gname, ins.pos))
             if gt == "special" or gt.name != "pred":
                 _fail(f"guard '{gname}' is not a .pred register", ins.pos)
-        isa.check_modifiers(ins, self.module)
+        key = (op, ins.mods)
+        if key not in self.mods_ok:
+            isa.check_modifiers(ins, self.module)
+            self.mods_ok.add(key)
         types = []
+        resolved = scope.resolved
         for o in ops:
-            types.append(self.operand_type(o, scope, ins))
+            # a register met before in this scope: its type without the walk (most operands)
+            t = resolved.get(o.name) if type(o) is ast.Reg else None
+            types.append(t if t is not None else self.operand_type(o, scope, ins))
         if op in ("ld", "st", "atom", "red", "ldu", "prefetch"):
             for o in ops:
                 if isinstance(o, ast.Address) and o.base is not None and o.base.startswith("%"):
@@ -351,6 +363,11 @@ class _Checker:
         """Resolve names inside an operand (raising on undefined ones); return a register's Type for a
         plain register operand, 'special' for special registers, None for anything else."""
         if isinstance(o, ast.Reg):
+            if ins.opcode in _VIDEO_OPS:
+                m = _SELECTOR.match(o.name)
+                t = self.reg_type(scope, m.group(1)) if m else None
+                if t is not None and t.vec == 1 and t.name in ("b32", "s32", "u32"):
+                    return t
             return self.resolve_reg(scope, o)
         if isinstance(o, ast.SymbolExpr):
             if ins.opcode in ("bra",) or self.symbol_kind(scope, o.name) is not None:

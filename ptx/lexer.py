@@ -12,8 +12,8 @@ import struct
 
 from ptx.errors import PTXSyntaxError
 
-# Token kinds (small ints keep the parser's comparisons cheap).
-WORD, DIR, INT, FLOAT, STR, PUNCT, ERR, EOF = range(8)
+# Token kinds (small ints keep the parser's comparisons cheap). INSN: a whole plain instruction (below).
+WORD, DIR, INT, FLOAT, STR, PUNCT, ERR, EOF, INSN = range(9)
 
 _SUFFIX = r"(?:\.[A-Za-z0-9_]+(?:::[A-Za-z0-9_]+)*)"
 # Each match is: skipped whitespace/comments/`@@DWARF` lines, then exactly one token (or the end).
@@ -67,12 +67,18 @@ def float_bits(raw: int, bits: int) -> float:
     return struct.unpack("<d", struct.pack("<Q", raw))[0]
 
 
-def tokenize(text: str) -> list:
+def tokenize(text: str, whole_lines: bool = True) -> list:
     """Token list ending in one EOF token; a token is the tuple (kind, text, value, line, col). Bad
     characters become ERR tokens, so a `.section` skipper can step over them; the parser rejects them
-    anywhere else. Raises PTXSyntaxError only for unterminated comments and malformed literals."""
-    if "/*" not in text:
-        return _tokenize_lines(text)
+    anywhere else. Raises PTXSyntaxError only for unterminated comments and malformed literals.
+    whole_lines: a plain instruction line inside braces may be one INSN token (see _STMT)."""
+    if "/*" in text:
+        return _tokenize_text(text)
+    return _tokenize_lines(text, whole_lines)
+
+
+def _tokenize_text(text: str) -> list:
+    """tokenize() over the whole text at once, as a block comment may span lines."""
     toks = []
     append = toks.append
     count = text.count
@@ -125,7 +131,7 @@ def tokenize(text: str) -> list:
 # A line's tokens, for text without block comments (no token then spans lines): the line number is the
 # loop's, the column the match's, so no newline is counted per token. Words and punctuation come first.
 _LINE = re.compile(
-    r"[ \t\r\f\v]*(?:(?P<word>[A-Za-z_$%][A-Za-z0-9_$]*" + _SUFFIX + r"*)"
+    r"\s*(?:(?P<word>[A-Za-z_$%][A-Za-z0-9_$]*" + _SUFFIX + r"*)"
     r"|(?P<cmt>//.*|@@DWARF.*)"
     r"|(?P<punct>[{}()\[\];,:+\-!@|<>=*/~&^%])"
     r"|(?P<hexf>0[fF][0-9a-fA-F]{8}(?![0-9A-Za-z_$]))"
@@ -139,20 +145,60 @@ _LINE = re.compile(
     r"|(?P<err>.))")
 _KIND = {"word": WORD, "punct": PUNCT, "dir": DIR}
 
+# Most lines of a body are one plain instruction: `[@[!]guard] opcode[.mods] [operand, ...];` whose operands
+# are registers, names, decimal or hex integers, 0f/0d floats, `[base]`/`[base+-n]` and `{%a, %b}` vectors.
+# Such a line becomes one INSN token, matched whole in C instead of token by token; anything else (and
+# any line the parser could reject) takes the token path, so errors and their positions stay the same. The
+# token is (INSN, its first token's text, the match, line, first column); the parser reads the match.
+_REG = r"%[A-Za-z0-9_$]+(?:\.[A-Za-z0-9_]+)?"
+_NAME = r"[A-Za-z_$][A-Za-z0-9_$]*"
+_OPND = (r"(?P<reg>" + _REG + r")|(?P<name>" + _NAME + r")|(?P<hexf>0[fF][0-9a-fA-F]{8})"
+         r"|(?P<hexd>0[dD][0-9a-fA-F]{16})|(?P<int>-?(?:0[xX][0-9a-fA-F]+|[1-9][0-9]*|0)[uU]?)"
+         r"|(?P<addr>\[(?P<base>%[A-Za-z0-9_$]+|" + _NAME + r")(?P<off>[+-](?:[1-9][0-9]*|0))?\])"
+         r"|(?P<vec>\{[ \t]*" + _REG + r"(?:[ \t]*,[ \t]*" + _REG + r")*[ \t]*\})")
+_OPND_NC = re.sub(r"\(\?P<\w+>", "(?:", _OPND)
+_STMT = re.compile(
+    r"\s*(?:@(?P<neg>!?)(?P<guard>%[A-Za-z0-9_$]+|" + _NAME + r")[ \t]+)?"
+    r"(?P<op>(?P<opc>[a-z][a-z0-9_]*)(?:\.[A-Za-z0-9_]+(?:::[A-Za-z0-9_]+)*)*)"
+    r"(?:[ \t]+(?P<ops>(?:" + _OPND_NC + r")(?:[ \t]*,[ \t]*(?:" + _OPND_NC + r"))*))?"
+    r"[ \t]*;\s*(?://.*)?")
+OPERAND = re.compile(_OPND)      # the parser splits an INSN token's operands with it
+VECTOR_REG = re.compile(_REG)
 
-def _tokenize_lines(text: str) -> list:
+
+def _tokenize_lines(text: str, whole_lines: bool = True) -> list:
+    """tokenize() line by line: no token spans lines without block comments."""
+    from ptx.opcodes import OPCODES
     toks = []
     append = toks.append
     finditer = _LINE.finditer
+    stmt = _STMT.fullmatch
     kinds = _KIND
     line = 0
+    depth = 0       # braces open: a plain instruction line is looked for inside a body only
     for src in text.split("\n"):
         line += 1
+        if depth > 0 and whole_lines and ";" in src:
+            m = stmt(src)
+            if m is not None and m.group("opc") in OPCODES:
+                guard = m.group("guard")
+                if guard is None:
+                    append((INSN, m.group("op"), m, line, m.start("op") + 1))
+                    continue
+                if guard != "_":
+                    append((INSN, "@", m, line, m.start("guard") - len(m.group("neg"))))
+                    continue
         for m in finditer(src):
             kind = m.lastgroup
             k = kinds.get(kind)
             if k is not None:
-                append((k, m.group(kind), None, line, m.start(kind) + 1))
+                s = m.group(kind)
+                if k == PUNCT:
+                    if s == "{":
+                        depth += 1
+                    elif s == "}":
+                        depth -= 1
+                append((k, s, None, line, m.start(kind) + 1))
                 continue
             if kind == "end" or kind == "cmt":
                 break

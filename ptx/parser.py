@@ -20,7 +20,8 @@ import re
 
 from ptx import ast
 from ptx.errors import PTXError, PTXSyntaxError, PTXUnsupportedError
-from ptx.lexer import WORD, DIR, INT, FLOAT, STR, PUNCT, ERR, EOF, tokenize, describe
+from ptx.lexer import WORD, DIR, INT, FLOAT, STR, PUNCT, ERR, EOF, INSN, OPERAND, VECTOR_REG, tokenize, \
+    describe, int_literal, float_bits
 from ptx.opcodes import OPCODES
 
 SCALAR_TYPES = frozenset("""
@@ -38,9 +39,10 @@ _FLAG_DIRECTIVES = frozenset(("noreturn", "explicitcluster", "blocksareclusters"
 _MAX_NESTING = 200
 
 
-def parse(text: str, check: bool = True) -> ast.Module:
+def parse(text: str, check: bool = True, whole_lines: bool = True) -> ast.Module:
     """Parse PTX source into an `ast.Module` and (unless check=False) run the semantic checks of
-    `ptx.check`; raises only `PTXError` subclasses."""
+    `ptx.check`; raises only `PTXError` subclasses. whole_lines=False: every line token by token (the
+    same tree, slower; tests compare the two)."""
     if not isinstance(text, str):
         if isinstance(text, (bytes, bytearray)):
             text = bytes(text).decode("utf-8", errors="replace")
@@ -48,24 +50,28 @@ def parse(text: str, check: bool = True) -> ast.Module:
             raise PTXSyntaxError(f"PTX source must be text, not {type(text).__name__}")
     if text.startswith("\ufeff"):
         text = text[1:]  # a byte-order mark some editors add is not part of the module
-    parser = None
     # The tree is acyclic and allocation-heavy: cyclic GC passes over it only cost time.
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        parser = Parser(tokenize(text))
-        module = parser.module()
+        toks = tokenize(text, whole_lines)
+        try:
+            module = _module(toks)
+        except PTXError:
+            if not any(t[0] == INSN for t in toks):
+                raise
+            # A whole-line instruction token met where no statement may be: the text is invalid, and the
+            # token path names the error as it always has (a valid text parses the same either way).
+            module = _module(tokenize(text, whole_lines=False))
     except PTXError:
         if check:
             _version_first(text)
         raise
-    except RecursionError:
-        line, col = parser.here() if parser else (0, 0)
-        raise PTXSyntaxError("nesting too deep", line, col) from None
-    except Exception as exc:  # a parser bug must still surface as our error type, never a crash
-        line, col = parser.here() if parser else (0, 0)
-        raise PTXSyntaxError(f"internal parser error ({type(exc).__name__}: {exc})", line, col) from None
     finally:
+        # Straight into the oldest generation: left young, the tree would be scanned by the next two
+        # collections and then trigger a full one (a third of a lazy load's time on a large module).
+        gc.freeze()
+        gc.unfreeze()
         if gc_was_enabled:
             gc.enable()
     module.source = text
@@ -73,6 +79,20 @@ def parse(text: str, check: bool = True) -> ast.Module:
         from ptx.check import check as run_checks
         run_checks(module)
     return module
+
+
+def _module(toks) -> ast.Module:
+    parser = Parser(toks)
+    try:
+        return parser.module()
+    except PTXError:
+        raise
+    except RecursionError:
+        line, col = parser.here()
+        raise PTXSyntaxError("nesting too deep", line, col) from None
+    except Exception as exc:  # a parser bug must still surface as our error type, never a crash
+        line, col = parser.here()
+        raise PTXSyntaxError(f"internal parser error ({type(exc).__name__}: {exc})", line, col) from None
 
 
 _VERSION_RE = re.compile(r"^[ \t]*\.version[ \t]+([0-9]+)\.([0-9]+)", re.M)
@@ -568,6 +588,10 @@ class Parser:
         while True:
             t = toks[self.i]
             kind = t[0]
+            if kind == INSN:
+                self.i += 1
+                body.append(self.plain_instruction(t))
+                continue
             if kind == PUNCT:
                 p = t[1]
                 if p == "}":
@@ -690,6 +714,61 @@ class Parser:
                         continue
                 raise self.error(f"expected ',' or ';' after an operand but found {describe(n)}", n)
         return ast.Instruction(opcode, mods, operands, guard, ast.Pos(t[3], t[4]))
+
+    def plain_instruction(self, t):
+        """The Instruction of an INSN token (the lexer has checked its form, opcode and guard), as
+        instruction() builds it from the line's tokens. What instruction() would refuse raises, and
+        parse() then takes the token path for the error."""
+        m = t[2]
+        line = t[3]
+        opword = m.group("op")
+        parts = opword.split(".")
+        operands = []
+        append = operands.append
+        Pos = ast.Pos
+        if m.group("ops") is not None:
+            for o in OPERAND.finditer(m.string, m.start("ops"), m.end("ops")):
+                kind = o.lastgroup
+                col = o.start() + 1
+                if kind == "reg":
+                    append(ast.Reg(o.group(kind), Pos(line, col)))
+                elif kind == "name":
+                    append(self.plain_name(o.group(kind), Pos(line, col)))
+                elif kind == "addr":
+                    base, off = o.group("base", "off")
+                    if base == "_":
+                        raise self.error("invalid address base '_'", t)
+                    append(ast.Address(base, int(off) if off else 0, Pos(line, col), extra=[]))
+                elif kind == "int":
+                    text = o.group(kind)
+                    if text[0] == "-":
+                        append(ast.Imm(-int_literal(text[1:], line, col + 1), Pos(line, col)))
+                    else:
+                        append(ast.Imm(int_literal(text, line, col), Pos(line, col)))
+                elif kind == "vec":
+                    elems = [ast.Reg(v.group(), Pos(line, v.start() + 1))
+                             for v in VECTOR_REG.finditer(m.string, o.start(), o.end())]
+                    if len(elems) > 256:
+                        raise self.error("a vector operand has too many elements", t)
+                    append(ast.Vector(elems, Pos(line, col)))
+                else:
+                    raw = int(o.group(kind)[2:], 16)
+                    bits = 32 if kind == "hexf" else 64
+                    append(ast.FloatImm(float_bits(raw, bits), bits, raw, Pos(line, col)))
+        guard = m.group("guard")
+        return ast.Instruction(parts[0], tuple(parts[1:]), operands,
+                               None if guard is None else (guard, m.group("neg") == "!"),
+                               Pos(line, m.start("op") + 1))
+
+    def plain_name(self, name, pos):
+        """name_operand() for a bare name with nothing after it (no `+offset`, no `generic(`)."""
+        if name == "_":
+            return ast.Sink(pos)
+        if name == "WARP_SZ":
+            return ast.Imm(32, pos)
+        if self.is_reg_name(name):
+            return ast.Reg(name, pos)
+        return ast.SymbolExpr(name, 0, pos)
 
     # ------------------------------------------------------------ operands
 

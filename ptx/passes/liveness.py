@@ -15,8 +15,13 @@ TERMINATORS = frozenset({"ret", "exit", "trap"})
 def _regs_in(op, is_reg, out):
     t = type(op)        # exact types: the tree has no subclasses, and this runs for every operand
     if t is A.Reg or t is A.SymbolExpr:
-        if is_reg(op.name):
-            out.add(op.name)
+        name = op.name
+        if is_reg(name):
+            out.add(name)
+        elif "." in name:       # a video selector or vector component (`%r1.b0`, `%v.x`) reads its register
+            base = name.split(".", 1)[0]
+            if is_reg(base):
+                out.add(base)
     elif t is A.Address:
         if op.base and is_reg(op.base):
             out.add(op.base)
@@ -46,7 +51,9 @@ def defs_uses(ins: A.Instruction, is_reg):
     if has_dest and ops:
         first = 1
         d = ops[0]
-        _regs_in(d, is_reg, uses if type(d) is A.Address else defs)
+        # an address is read; a register written through a selector keeps its other bits, so it is read too
+        partial = type(d) is A.Reg and "." in d.name and not is_reg(d.name)
+        _regs_in(d, is_reg, uses if type(d) is A.Address or partial else defs)
     for k in range(first, len(ops)):
         _regs_in(ops[k], is_reg, uses)
     if ins.guard and is_reg(ins.guard[0]):
