@@ -317,6 +317,16 @@ static const void *DEVICE_EXTENDED_RT[26] = {
     (void *)(26 * 8), STUB, STUB, STUB, STUB, STUB, STUB, STUB, STUB, STUB, STUB, STUB, STUB,
     STUB, STUB, STUB, STUB, STUB, STUB, STUB, STUB, STUB, STUB, STUB, STUB, STUB};
 
+/* (unnamed, 21318c60...): CUDA 13.4+ runtimes refuse to start without it. NVIDIA's has 93 slots (slot 91
+ * NULL, tests/data/nvidia_export_tables_13.json). cudart 13.5 calls only slots 51 and 39, and only on its
+ * tools-callback path, which stays off while the TOOLS_RUNTIME_CALLBACK_HOOKS buffers are zero; it skips
+ * the callback's extra data when they fail, so stubs are a faithful answer here. */
+#define S8 STUB, STUB, STUB, STUB, STUB, STUB, STUB, STUB
+static const void *RUNTIME_13_4[93] = {
+    (void *)(93 * 8), STUB, STUB, STUB, STUB, STUB, STUB, STUB, S8, S8, S8, S8, S8, S8, S8, S8, S8, S8,
+    STUB, STUB, STUB, NULL, STUB};
+#undef S8
+
 static const struct {
     uint8_t id[16];
     const void *const *table;
@@ -333,6 +343,7 @@ static const struct {
     {{0x19, 0x5b, 0xcb, 0xf4, 0xd6, 0x7d, 0x02, 0x4a, 0xac, 0xc5, 0x1d, 0x29, 0xce, 0xa6, 0x31, 0xae}, HEAP_ACCESS},
     {{0xb1, 0x05, 0x41, 0xe1, 0xf7, 0xc7, 0xc7, 0x4a, 0x9f, 0x64, 0xf2, 0x23, 0xbe, 0x99, 0xf1, 0xe2},
      DEVICE_EXTENDED_RT},
+    {{0x21, 0x31, 0x8c, 0x60, 0x97, 0x14, 0x32, 0x48, 0x8c, 0xa6, 0x41, 0xff, 0x73, 0x24, 0xc8, 0xf2}, RUNTIME_13_4},
 };
 
 /* The table for a 16-byte export-table id, or NULL (cuGetExportTable then answers CUDA_ERROR_INVALID_VALUE). */
