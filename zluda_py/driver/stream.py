@@ -325,10 +325,11 @@ def _get_ctx_v2(pt, h, out, green_out):
     if not out and not green_out:
         raise CudaError(CUDA_ERROR_INVALID_VALUE, "pCtx and pGreenCtx are NULL")
     s = _info_stream(h, pt)
+    green = getattr(s.ctx, "green", None)       # driver/green.py: a green context's stream
     if out:
-        cmem.write_ptr(out, s.ctx.handle)
+        cmem.write_ptr(out, ctxmod.primary_context_handle(s.ctx.device) if green else s.ctx.handle)
     if green_out:
-        cmem.write_ptr(green_out, 0)
+        cmem.write_ptr(green_out, green.handle if green else 0)
 
 
 def _get_id(pt, h, out):
