@@ -7,6 +7,7 @@ opcode 'ld', mods ('global', 'nc', 'v4', 'f32')); semantic passes interpret them
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
@@ -43,6 +44,7 @@ class Reg:
     (variables of other state spaces, functions, labels) are SymbolExpr."""
     name: str                      # '%tid.x' keeps its component: special registers are named whole
     pos: Pos = field(default_factory=Pos)
+    sel: str = ""                  # a video instruction's part selector: 'b0', 'h1', 'h10', 'b7654', ...
 
 
 @dataclass
@@ -159,6 +161,20 @@ class Instruction:
     operands: list                 # [Operand]
     guard: Optional[tuple] = None  # (register name, negated: bool) from `@%p` / `@!%p`
     pos: Pos = field(default_factory=Pos)
+
+    def __post_init__(self):
+        if self.opcode in VIDEO_OPCODES:
+            for o in self.operands:
+                if isinstance(o, Reg):
+                    base, dot, sel = o.name.rpartition(".")
+                    if dot and _VIDEO_SEL.match(sel):
+                        o.name, o.sel = base, sel
+
+
+# `%r1.b0`, `%r2.h10`: the lexer keeps a register's dotted suffix; on these opcodes it selects a part
+VIDEO_OPCODES = frozenset("""vadd vsub vabsdiff vmin vmax vshl vshr vmad vset vadd2 vsub2 vavrg2 vabsdiff2 vmin2
+vmax2 vset2 vadd4 vsub4 vavrg4 vabsdiff4 vmin4 vmax4 vset4""".split())
+_VIDEO_SEL = re.compile(r"[bh][0-7]+\Z")
 
 
 @dataclass

@@ -93,7 +93,7 @@ def check_params(fn: ast.Function, module: ast.Module) -> None:
 # ------------------------------------------------------------------ modifiers
 
 TYPES = frozenset("""
-s8 s16 s32 s64 u8 u16 u32 u64 b8 b16 b32 b64 b128 f16 f16x2 f32 f32x2 f64 bf16 bf16x2 tf32 pred
+s8 s16 s32 s64 u8 u16 u32 u64 b8 b16 b32 b64 b128 f16 f16x2 f32 f32x2 f64 bf16 bf16x2 tf32 pred u16x2 s16x2
 e4m3 e5m2 e4m3x2 e5m2x2 e2m1x2 e2m3x2 e3m2x2 ue8m0x2 s2f6x2 e2m1 e2m3 e3m2 ue8m0 s4 u4 b1 e4m3x4 e5m2x4
 e2m1x4 e2m3x4 e3m2x4
 """.split())
@@ -179,6 +179,8 @@ def check_modifiers(ins: ast.Instruction, module: ast.Module) -> None:
     if op in ("mad", "mul") and types and types[-1] in _INT and not ms & {"lo", "hi", "wide"}:
         _fail(f"Unexpected instruction types specified for '{op}' (an integer {op} needs .lo, .hi or .wide)",
               ins)
+    if op == "sub" and types and types[-1] in ("u16x2", "s16x2"):  # ptxas has add.u16x2 but no sub
+        _fail("Unexpected instruction types specified for 'sub'", ins)
     if op == "fma" and types and types[-1] in ("f32", "f64") and not ms & _ROUND_F:
         _fail("Rounding modifier required for instruction 'fma'", ins)
     if op == "cvt" and len(types) >= 2:

@@ -17,6 +17,7 @@ from ptx.errors import PTXUnsupportedError
 from ptx.passes.flatten_scopes import flatten_function
 
 from ptx.codegen import ops_int, ops_float, ops_cvt, ops_mem, ops_ctrl, ops_warp, ops_atom  # noqa: F401
+from ptx.codegen import ops_simd  # noqa: F401  (video and packed 16x2 integer instructions)
 from ptx.codegen import amdgpu_ops  # noqa: F401  (registers the amdgcn overrides)
 
 MAX_BLOCK = 1024

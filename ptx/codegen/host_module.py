@@ -19,6 +19,7 @@ from ptx.passes.sync_points import functions_with_sync, sync_kind
 
 # the instruction families register their handlers on import
 from ptx.codegen import ops_int, ops_float, ops_cvt, ops_mem, ops_ctrl, ops_warp, ops_atom, ops_mbarrier  # noqa: F401
+from ptx.codegen import ops_simd  # noqa: F401  (video and packed 16x2 integer instructions)
 from ptx.codegen import ops_tex  # noqa: F401
 
 BUILTIN_FUNCS = frozenset({"vprintf", "malloc", "free", "__assertfail"})
