@@ -192,6 +192,13 @@ def _init_bytes(d: A.VarDecl, size: int, relocs: list):
     return bytes(buf) + bytes(size - len(buf))
 
 
+# a lazy module builds each kernel from the same AST: its variables' initialisers (ggml's lookup tables, 40 KB
+# of elements) are read once, not once per kernel
+_INITS: dict = {}           # id(VarDecl) -> (the VarDecl, size, bytes, relocations)
+_INITS_MAX = 1024
+_HEX_BYTE = [f"\\{b:02X}" for b in range(256)]
+
+
 def emit_global(d: A.VarDecl, mctx: ModuleContext, out: list):
     if d.type.name in ("texref", "surfref", "samplerref"):
         # CUDA 12 removed texture/surface references; texture and surface objects are what runs here
@@ -205,12 +212,17 @@ def emit_global(d: A.VarDecl, mctx: ModuleContext, out: list):
     mctx.global_syms[d.name] = (name, size)
     align = max(decl_align(d), 1)
     if d.init:
-        relocs = []
-        data = _init_bytes(d, size, relocs)
+        got = _INITS.get(id(d))
+        if got is None or got[0] is not d or got[1] != size:
+            relocs = []
+            got = _INITS[id(d)] = (d, size, _init_bytes(d, size, relocs), relocs)
+            while len(_INITS) > _INITS_MAX:
+                _INITS.pop(next(iter(_INITS)))
+        data, relocs = got[2], got[3]
         for r in relocs:
             mctx.relocations.append((d.name,) + r)
-        body = ", ".join(f"i8 {b}" for b in data)
-        out.append(f"{name} = global [{size} x i8] [{body}], align {align}")
+        body = "".join(map(_HEX_BYTE.__getitem__, data))
+        out.append(f'{name} = global [{size} x i8] c"{body}", align {align}')
     else:
         out.append(f"{name} = global [{size} x i8] zeroinitializer, align {align}")
 
