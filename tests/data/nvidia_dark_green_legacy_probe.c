@@ -1,5 +1,7 @@
 #define _GNU_SOURCE
-/* Ask NVIDIA's driver about export tables, green contexts and the legacy launch API. */
+/* Ask NVIDIA's driver about export tables, green contexts and the legacy launch API (gcc -ldl; prints JSON).
+ * The first run (tests/data/nvidia_export_tables_13.json) crashed after the tables with stdout buffered, so
+ * where is unknown: stdout is now unbuffered, so a rerun shows the last answer before a crash. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdint.h>
@@ -12,6 +14,7 @@ static void *h;
 #define F(n) ((fn)dlsym(h, #n))
 static void hexid(const char *s, unsigned char *o){for(int i=0;i<16;i++){unsigned v;sscanf(s+2*i,"%2x",&v);o[i]=v;}}
 int main(void){
+  setvbuf(stdout,NULL,_IONBF,0);
   h=dlopen("libcuda.so.1",RTLD_NOW); if(!h){printf("{\"error\":\"no libcuda\"}\n");return 1;}
   Dl_info base; dladdr(dlsym(h,"cuInit"),&base);
   printf("{\n\"cuInit\": %d,\n", F(cuInit)(0));
