@@ -175,14 +175,15 @@ int main(int argc, char **argv) {
     OK(cuEventSynchronize(ev));
     check(gd, gw * bx, gh, v, f, "kernel on a green stream");
     OK(cuGreenCtxWaitEvent(gc, ev));
-    IS(CUDA_ERROR_INVALID_HANDLE, cuGreenCtxRecordEvent(NULL, ev));
+    IS(CUDA_ERROR_INVALID_CONTEXT, cuGreenCtxRecordEvent(NULL, ev));
     OK(cuMemFree(gd));
     OK(cuStreamDestroy(gs));
     OK(cuCtxPopCurrent(&cur));
     EXPECT(cur == gctx, "popped the green context");
     OK(cuGreenCtxDestroy(gc));
-    IS(CUDA_ERROR_INVALID_HANDLE, cuGreenCtxDestroy(NULL));
-    IS(CUDA_ERROR_INVALID_HANDLE, cuCtxFromGreenCtx(&gctx, NULL));
+    IS(CUDA_ERROR_INVALID_CONTEXT, cuGreenCtxDestroy(NULL));
+    IS(CUDA_ERROR_INVALID_CONTEXT, cuGreenCtxDestroy(gc));               /* already destroyed */
+    IS(CUDA_ERROR_INVALID_CONTEXT, cuCtxFromGreenCtx(&gctx, NULL));
     OK(cuDevicePrimaryCtxRelease(0));
 
     /* --- usage counts: attach twice, detach three times (the third destroys the context) --- */

@@ -12,7 +12,7 @@ from zluda_py.driver import context as ctxmod, init
 from zluda_py.driver.device import device_props
 from zluda_py.driver.event import event_from_handle
 from zluda_py.driver.stream import CU_STREAM_NON_BLOCKING, Stream, legacy_stream, resolve_stream
-from zluda_py.errors import CudaError, CUDA_ERROR_INVALID_HANDLE, CUDA_ERROR_INVALID_VALUE
+from zluda_py.errors import CudaError, CUDA_ERROR_INVALID_CONTEXT, CUDA_ERROR_INVALID_VALUE
 
 CUDA_ERROR_INVALID_RESOURCE_TYPE = 914
 CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION = 915
@@ -76,10 +76,11 @@ class GreenCtx:
 
 
 def _green(h) -> GreenCtx:
+    """A bad green context is INVALID_CONTEXT: the only answer cuda.h lists for one."""
     init.require_init()
     if not h:
-        raise CudaError(CUDA_ERROR_INVALID_HANDLE, "green context is NULL")
-    return handles.get(h, GreenCtx, CUDA_ERROR_INVALID_HANDLE, "green context")
+        raise CudaError(CUDA_ERROR_INVALID_CONTEXT, "green context is NULL")
+    return handles.get(h, GreenCtx, CUDA_ERROR_INVALID_CONTEXT, "green context")
 
 
 def green_of(ctx):
