@@ -165,10 +165,14 @@ def op_vshift(em, ins):
     b = em.call("llvm.umin.i64", "i64", [("i64", b), ("i64", "32")]) if mode == "clamp" else \
         f.op(f"and i64 {b}, 31")
     b = _ext(em, b, 64, False, 128)
-    # a 33-bit value shifted by up to 32 needs 65 bits before saturation
     t = f.op(f"{'shl' if ins.opcode == 'vshl' else 'ashr'} i128 {a}, {b}")
-    t, ty = _saturate(em, ins, t, ds, "i128")
-    _finish(em, ins, t, ds, ty)
+    # NVIDIA (H200): the shifted value is cut to the ISA's s34 and clamped as the ISA says (to the part's
+    # range with a destination selector), unlike vadd & co.'s .sat
+    t = _ext(em, f.op(f"trunc i128 {t} to i34"), 34, True, 64)
+    if "sat" in ins.mods:
+        lo, hi = _range(ds, _dsel_bits(getattr(ins.operands[0], "sel", "")))
+        t = _clamp(em, t, "i64", lo, hi)
+    _finish(em, ins, t, ds)
 
 
 @handles("vset")
