@@ -178,6 +178,23 @@ static dark_result hooks_buffer_6(void **ptr, size_t *size) {
     return DARK_SUCCESS;
 }
 
+/* TOOLS_TLS[2] (void **out), then 21318c60[4] (void *tls, uint64_t *out): cuBLASLt 13 asks for the calling
+ * thread's tools state and then something of it before each call (cublasSgemm); a failure of either makes
+ * it answer CUBLAS_STATUS_NOT_SUPPORTED. No tool is attached: a zeroed per-thread block and 0. */
+static __thread uint64_t tools_tls_block[32];
+static dark_result tools_tls_2(void **out) {
+    if (!out)
+        return DARK_INVALID_VALUE;
+    *out = tools_tls_block;
+    return DARK_SUCCESS;
+}
+static dark_result runtime_13_4_slot4(void *tls, uint64_t *out) {
+    (void)tls;
+    if (out)
+        *out = 0;
+    return DARK_SUCCESS;
+}
+
 /* CONTEXT_CHECKS */
 static dark_result ctx_check_2(dark_ctx ctx, uint32_t *out, const void **unused) {
     (void)ctx, (void)unused;
@@ -305,7 +322,7 @@ static dark_result integrity_check(uint32_t version, uint64_t unix_seconds, uint
 static const void *CUDART_INTERFACE[13] = {
     (void *)(13 * 8), cudart_module_from_cubin, cudart_primary_ctx, STUB, STUB, STUB,
     cudart_module_from_cubin_ext1, dark_nothing, cudart_module_from_cubin_ext2, STUB, STUB, STUB, dark_success};
-static const void *TOOLS_TLS[4] = {(void *)(4 * 8), STUB, STUB, STUB};
+static const void *TOOLS_TLS[4] = {(void *)(4 * 8), STUB, tools_tls_2, STUB};
 static const void *TOOLS_RUNTIME_CALLBACK_HOOKS[7] = {
     (void *)(7 * 8), STUB, hooks_buffer_2, STUB, STUB, STUB, hooks_buffer_6};
 static const void *CONTEXT_LOCAL_STORAGE[4] = {cls_put, cls_delete, cls_get, NULL};
@@ -323,7 +340,7 @@ static const void *DEVICE_EXTENDED_RT[26] = {
  * the callback's extra data when they fail, so stubs are a faithful answer here. */
 #define S8 STUB, STUB, STUB, STUB, STUB, STUB, STUB, STUB
 static const void *RUNTIME_13_4[93] = {
-    (void *)(93 * 8), STUB, STUB, STUB, STUB, STUB, STUB, STUB, S8, S8, S8, S8, S8, S8, S8, S8, S8, S8,
+    (void *)(93 * 8), STUB, STUB, STUB, runtime_13_4_slot4, STUB, STUB, STUB, S8, S8, S8, S8, S8, S8, S8, S8, S8, S8,
     STUB, STUB, STUB, NULL, STUB};
 #undef S8
 

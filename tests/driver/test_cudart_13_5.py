@@ -101,3 +101,36 @@ def test_21318c60_table_shape_matches_nvidia(shim_libdir):
     slots = (ctypes.c_uint64 * (want["size_slot"] // 8)).from_address(table.value)
     assert slots[0] == want["size_slot"]
     assert [i for i in range(1, len(slots)) if slots[i] == 0] == want["null_slots"]
+
+
+def test_tools_state_slots_cublaslt_calls(shim_libdir):
+    """cuBLASLt 13 calls TOOLS_TLS[2](&tls) then 21318c60[4](tls, &x) before each call and gives up with
+    CUBLAS_STATUS_NOT_SUPPORTED if either fails: both succeed, tls is the calling thread's own block."""
+    import ctypes
+    import threading
+    lib = ctypes.CDLL(os.path.join(shim_libdir, "libcuda.so.1"))
+    assert lib.cuInit(0) == 0
+
+    def slot(hexid, index, *argtypes):
+        table = ctypes.c_void_p()
+        assert lib.cuGetExportTable(ctypes.byref(table), bytes.fromhex(hexid)) == 0
+        addr = ctypes.c_uint64.from_address(table.value + 8 * index).value
+        return ctypes.CFUNCTYPE(ctypes.c_int, *argtypes)(addr)
+
+    get_tls = slot("42d85a8123f6cb478298f6e78a3aecdc", 2, ctypes.c_void_p)
+    get_x = slot("21318c60971432488ca641ff7324c8f2", 4, ctypes.c_void_p, ctypes.c_void_p)
+    seen = []
+
+    def ask():
+        tls, x = ctypes.c_void_p(), ctypes.c_uint64(random.getrandbits(64) | 1)
+        assert get_tls(ctypes.addressof(tls)) == 0 and tls.value
+        assert get_x(tls.value, ctypes.addressof(x)) == 0 and x.value == 0
+        seen.append(tls.value)
+
+    ask()
+    t = threading.Thread(target=ask)
+    t.start()
+    t.join()
+    ask()
+    assert seen[0] == seen[2] != seen[1]
+    assert get_tls(None) == 1
