@@ -4,6 +4,7 @@ cuLaunchCooperativeKernel and their per-thread-stream forms, with CUDA's launch-
 from __future__ import annotations
 
 import struct
+import weakref
 
 from zluda_py import cmem
 from zluda_py.backends.cpu import launchq
@@ -32,7 +33,9 @@ _ATTRIBUTE_SIZE = 72            # id (4) + pad (4) + 64-byte value union
 _LAUNCH_CONFIG = struct.Struct("<7I4xQQI")
 
 
-_pack_plans: dict = {}      # FunctionInfo id -> (info, uint32_t[2n] of (offset, size)) for launchq's zq_pack
+# id(FunctionInfo) -> uint32_t[2n] of (offset, size) for launchq's zq_pack. A plan lives exactly as long as
+# its function (a finalizer drops it), so modules unloaded by the thousand leave nothing behind.
+_pack_plans: dict = {}
 
 
 def pack_kernel_params(f: Function, kernel_params: int) -> bytes:
@@ -46,11 +49,12 @@ def pack_kernel_params(f: Function, kernel_params: int) -> bytes:
                                                   "kernelParams and extra are NULL")
     q = launchq._lib or launchq.get()
     if q is not None:   # one C call instead of two Python reads per parameter
-        entry = _pack_plans.get(id(info))
-        if entry is None or entry[0] is not info:
-            plan = launchq.ffi.new("uint32_t[]", [x for p in info.params for x in (p.offset, p.size)])
-            entry = _pack_plans[id(info)] = (info, plan)
-        missing = q.zq_pack(launchq.ffi.from_buffer(buf), kernel_params, entry[1], len(info.params))
+        plan = _pack_plans.get(id(info))
+        if plan is None:
+            plan = _pack_plans[id(info)] = launchq.ffi.new("uint32_t[]", [x for p in info.params
+                                                                           for x in (p.offset, p.size)])
+            weakref.finalize(info, _pack_plans.pop, id(info), None)
+        missing = q.zq_pack(launchq.ffi.from_buffer(buf), kernel_params, plan, len(info.params))
         if missing:
             raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{f.name}: kernelParams[{missing - 1}] is NULL")
         return bytes(buf)
