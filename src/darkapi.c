@@ -337,7 +337,8 @@ static const void *DEVICE_EXTENDED_RT[26] = {
 /* (unnamed, 21318c60...): CUDA 13.4+ runtimes refuse to start without it. NVIDIA's has 93 slots (slot 91
  * NULL, tests/data/nvidia_export_tables_13.json). cudart 13.5 calls only slots 51 and 39, and only on its
  * tools-callback path, which stays off while the TOOLS_RUNTIME_CALLBACK_HOOKS buffers are zero; it skips
- * the callback's extra data when they fail, so stubs are a faithful answer here. */
+ * the callback's extra data when they fail, so stubs are a faithful answer there. cuBLASLt 13 calls slot 4
+ * (above) on every call. */
 #define S8 STUB, STUB, STUB, STUB, STUB, STUB, STUB, STUB
 static const void *RUNTIME_13_4[93] = {
     (void *)(93 * 8), STUB, STUB, STUB, runtime_13_4_slot4, STUB, STUB, STUB, S8, S8, S8, S8, S8, S8, S8, S8, S8, S8,
