@@ -70,15 +70,13 @@ def _dsel_bits(dsel):
     return {"": 32, "h0": 16, "h1": 16}.get(dsel, 8)
 
 
-def _finish(em, ins, tmp, dsigned, ty="i64"):
+def _finish(em, ins, tmp, dsigned):
     """The secondary op or the merge with c, and the low 32 bits, as NVIDIA's H200 does them: for a signed
     destination .min/.max/.add take the result's low word (an unsigned one the whole result); .h1 keeps the
     result's own upper half, a byte selector moves its low byte into place."""
     f = em.f
     d = ins.operands[0]
     dsel = getattr(d, "sel", "")
-    if ty != "i64":
-        tmp = f.op(f"trunc {ty} {tmp} to i64")
     sec = next((m for m in ins.mods if m in ("add", "min", "max")), None)
     if dsel:
         if sec or len(ins.operands) != 4:
@@ -115,22 +113,20 @@ def _i32(v):
     return v - (1 << 32) if v >> 31 else v
 
 
-def _saturate(em, ins, tmp, dsigned, ty="i64"):
+def _saturate(em, ins, tmp, dsigned):
     """.sat as NVIDIA's H200 does it: a signed word clamps to the s32 range, an unsigned word clamps below
     at 0 only (what passes U32_MAX wraps); into a part it is an unsigned minimum with the part's maximum,
     so a negative result becomes that maximum."""
     if "sat" not in ins.mods:
-        return tmp, ty
+        return tmp
     dsel = getattr(ins.operands[0], "sel", "")
     if not dsel:
         if dsigned:
-            return _clamp(em, tmp, ty, -(1 << 31), (1 << 31) - 1), ty
-        return em.call(f"llvm.smax.{ty}", ty, [(ty, tmp), (ty, "0")]), ty
-    if ty != "i64":
-        tmp = em.f.op(f"trunc {ty} {tmp} to i64")
+            return _clamp(em, tmp, "i64", -(1 << 31), (1 << 31) - 1)
+        return em.call("llvm.smax.i64", "i64", [("i64", tmp), ("i64", "0")])
     w = _dsel_bits(dsel)
     hi = (1 << (w - 1)) - 1 if dsigned else (1 << w) - 1
-    return em.call("llvm.umin.i64", "i64", [("i64", tmp), ("i64", str(hi))]), "i64"
+    return em.call("llvm.umin.i64", "i64", [("i64", tmp), ("i64", str(hi))])
 
 
 @handles("vadd", "vsub", "vabsdiff", "vmin", "vmax")
@@ -148,8 +144,7 @@ def op_vscalar(em, ins):
         t = em.call("llvm.abs.i64", "i64", [("i64", f.op(f"sub i64 {a}, {b}")), ("i1", "false")])
     else:
         t = em.call(f"llvm.s{op[1:]}.i64", "i64", [("i64", a), ("i64", b)])
-    t, ty = _saturate(em, ins, t, ds)
-    _finish(em, ins, t, ds, ty)
+    _finish(em, ins, _saturate(em, ins, t, ds), ds)
 
 
 @handles("vshl", "vshr")
