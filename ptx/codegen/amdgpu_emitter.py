@@ -1,30 +1,25 @@
 """The amdgcn flavour of the function emitter: one PTX thread is one GPU lane, so registers, addresses
 and special registers map onto address spaces and AMDGPU intrinsics instead of the CPU runtime.
 
-The per-instruction lowering of ops_*.py is reused as is: every address it receives is a flat
+The per-instruction lowering of ops_*.py is reused through the FunctionEmitter methods overridden
+here (space_ptr, symbol_address, cvta_shared, space_tests, approx_math, lane_id, globaltimer,
+grid_workspace, handler); amdgpu_ops.py replaces only what has no shared meaning. Every address is a flat
 (`ptr`) pointer built here from an `addrspacecast` of a global/LDS/constant pointer, and LLVM's
 InferAddressSpaces pass turns the accesses back into global_/ds_/s_load instructions."""
 
 from __future__ import annotations
 
-from ptx import ast as A
 from ptx.codegen import function_emitter as FE
-from ptx.codegen.function_emitter import FunctionEmitter, semantic, unsupported
+from ptx.codegen.function_emitter import FunctionEmitter, semantic
 from ptx.codegen.irtext import IRFunction
 from ptx.codegen.reserved_smem import RESERVED_SMEM_BYTES
 from ptx.codegen.host_module import ModuleContext, llvm_name
+from ptx.errors import PTXUnsupportedError
 
 # v5 hidden kernel arguments (offsets from llvm.amdgcn.implicitarg.ptr)
 HID_BLOCK_COUNT, HID_GROUP_SIZE = 0, 12
 HANDLERS = {}        # opcode -> fn(emitter, instruction): the amdgcn overrides of FE.HANDLERS
-
-
-def amd_handles(*opcodes):
-    def deco(fn):
-        for o in opcodes:
-            HANDLERS[o] = fn
-        return fn
-    return deco
+amd_handles = FE.registrar(HANDLERS)
 
 
 class AmdIRFunction(IRFunction):
@@ -69,6 +64,8 @@ class AmdModuleContext(ModuleContext):
 class AmdgpuFunctionEmitter(FunctionEmitter):
     """mode 'fast' for a kernel body (an i32 function the kernel calls), 'func' for a .func.
     %L is the flat kernarg pointer, %W the flat pointer to the dynamic shared memory base."""
+
+    yields_in_spin_loops = False    # waves of a GPU make progress on their own
 
     def __init__(self, mctx, flat, mode):
         super().__init__(mctx, flat, mode)
@@ -180,8 +177,10 @@ class AmdgpuFunctionEmitter(FunctionEmitter):
         p3 = f.op(f"inttoptr i32 {off32} to ptr addrspace(3)")
         return f.op(f"addrspacecast ptr addrspace(3) {p3} to ptr")
 
-    def space_flat(self, av64, space):
+    def space_ptr(self, av64, space):
         f = self.f
+        if space == "shared":
+            return self.lds_flat(f.op(f"trunc i64 {av64} to i32") if not av64.lstrip("-").isdigit() else av64)
         if space == "global":
             p = f.op(f"inttoptr i64 {av64} to ptr addrspace(1)")
             return f.op(f"addrspacecast ptr addrspace(1) {p} to ptr")
@@ -189,6 +188,27 @@ class AmdgpuFunctionEmitter(FunctionEmitter):
             p = f.op(f"inttoptr i64 {av64} to ptr addrspace(4)")
             return f.op(f"addrspacecast ptr addrspace(4) {p} to ptr")
         return f.op(f"inttoptr i64 {av64} to ptr")
+
+    def register_address(self, av, wide, offset, space):
+        if space != "shared":
+            return super().register_address(av, wide, offset, space)
+        f = self.f             # an LDS offset is 32 bits: the arithmetic stays in i32
+        av = f.op(f"trunc i64 {av} to i32") if wide else av
+        return self.lds_flat(f.op(f"add i32 {av}, {offset}") if offset else av)
+
+    def cvta_shared(self, v, bits, to):
+        f = self.f
+        if to:
+            g = v if bits == 64 else f.op(f"zext i32 {v} to i64")
+            p3 = f.op(f"addrspacecast ptr {f.op(f'inttoptr i64 {g} to ptr')} to ptr addrspace(3)")
+            return f.op(f"ptrtoint ptr addrspace(3) {p3} to i{bits}")
+        off = v if bits == 32 else f.op(f"trunc i64 {v} to i32")
+        return f.op(f"ptrtoint ptr {self.lds_flat(off)} to i{bits}")
+
+    def space_tests(self, a):
+        p = self.f.op(f"inttoptr i64 {a} to ptr")
+        return (self.call("llvm.amdgcn.is.shared", "i1", [("ptr", p)]),
+                self.call("llvm.amdgcn.is.private", "i1", [("ptr", p)]))
 
     def shared_symbol_offset(self, name):
         """LDS offset (i32 value text) of a .shared variable, or None."""
@@ -207,78 +227,28 @@ class AmdgpuFunctionEmitter(FunctionEmitter):
         v = f.op(f"ptrtoint ptr {p} to i64")
         return f.op(f"add i64 {v}, {offset}") if offset else v
 
-    def address(self, op, space, ins=None):
-        ins = ins or self.cur_ins
-        f = self.f
-        if not isinstance(op, A.Address):
-            if isinstance(op, (A.Reg, A.SymbolExpr)):
-                op = A.Address(op.name, getattr(op, "offset", 0), op.pos)
-            else:
-                semantic(ins, "expected an address operand")
-        base = op.base
-        if base is not None and not self.is_register(base):
-            sh = self.shared_symbol_offset(base)
-            if sh is not None:
-                if space not in ("shared", None):
-                    semantic(ins, f"{base} is not in the .{space} state space")
-                v = f.op(f"add i32 {sh}, {op.offset}") if op.offset else sh
-                return self.lds_flat(v)
-            p = self.symbol_ptr(base, ins, allow_shared=False)
-            return f.op(f"getelementptr i8, ptr {p}, i64 {op.offset}") if op.offset else p
-        if base is None:
-            av = str(op.offset)
-        else:
-            rty, _ = self.reg(base, ins)
-            wide = FE.LLVM_BITS[rty] >= 64
-            av = self.read(A.Reg(base, op.pos), "u64" if wide else "u32", ins)
-            if space == "shared":
-                av = av if not wide else f.op(f"trunc i64 {av} to i32")
-                if op.offset:
-                    av = f.op(f"add i32 {av}, {op.offset}")
-                return self.lds_flat(av)
-            av = av if wide else f.op(f"zext i32 {av} to i64")
-            if op.offset:
-                av = f.op(f"add i64 {av}, {op.offset}")
-        if space == "shared":
-            return self.lds_flat(f.op(f"trunc i64 {av} to i32") if not av.lstrip("-").isdigit() else av)
-        return self.space_flat(av, space)
+    def symbol_address(self, name, offset, space, ins):
+        sh = self.shared_symbol_offset(name)
+        if sh is None:
+            p = self.symbol_ptr(name, ins, allow_shared=False)
+            return self.f.op(f"getelementptr i8, ptr {p}, i64 {offset}") if offset else p
+        if space not in ("shared", None):
+            semantic(ins, f"{name} is not in the .{space} state space")
+        return self.lds_flat(self.f.op(f"add i32 {sh}, {offset}") if offset else sh)
 
     # ------------------------------------------------------------ special registers
+    def globaltimer(self):
+        # the steady counter runs at 100 MHz on every supported GPU: nanoseconds = ticks * 10
+        return self.f.op(f"mul i64 {self.call('llvm.readsteadycounter', 'i64', [])}, 10")
+
+    def grid_workspace(self):
+        # a zeroed module global serves (each completed grid barrier leaves its low bits as they were)
+        self.m.add_helper("@grid_workspace", "@zluda.grid_workspace = internal addrspace(1) global "
+                                             "[64 x i8] zeroinitializer, align 64")
+        return self.f.op("ptrtoint ptr addrspace(1) @zluda.grid_workspace to i64")
+
     def special_register(self, name, ins):
         f = self.f
-        if name == "%laneid":
-            return self.lane_id(), "i32"
-        if name.startswith("%lanemask_"):
-            lane = self.lane_id()
-            bit = f.op(f"shl i32 1, {lane}")
-            below = f.op(f"sub i32 {bit}, 1")
-            kind = name[len("%lanemask_"):]
-            v = {"eq": lambda: bit, "lt": lambda: below,
-                 "le": lambda: f.op(f"or i32 {below}, {bit}"),
-                 "gt": lambda: f.op(f"xor i32 {f.op(f'or i32 {below}, {bit}')}, -1"),
-                 "ge": lambda: f.op(f"xor i32 {below}, -1")}.get(kind)
-            if v is not None:
-                return v(), "i32"
-        if name in ("%clock64", "%clock"):
-            v = self.call("llvm.readcyclecounter", "i64", [])
-            return (f.op(f"trunc i64 {v} to i32"), "i32") if name == "%clock" else (v, "i64")
-        if name in ("%globaltimer", "%globaltimer_lo", "%globaltimer_hi"):
-            # the steady counter runs at 100 MHz on every supported GPU: nanoseconds = ticks * 10
-            v = f.op(f"mul i64 {self.call('llvm.readsteadycounter', 'i64', [])}, 10")
-            if name == "%globaltimer":
-                return v, "i64"
-            if name.endswith("hi"):
-                v = f.op(f"lshr i64 {v}, 32")
-            return f.op(f"trunc i64 {v} to i32"), "i32"
-        if name in ("%envreg1", "%envreg2"):
-            # nvcc's inline grid.sync finds its barrier word at %envreg1:%envreg2; a zeroed module global
-            # serves (each completed grid barrier leaves its low bits as they were)
-            self.m.add_helper("@grid_workspace", "@zluda.grid_workspace = internal addrspace(1) global "
-                                                 "[64 x i8] zeroinitializer, align 64")
-            ws = f.op("ptrtoint ptr addrspace(1) @zluda.grid_workspace to i64")
-            if name == "%envreg1":
-                ws = f.op(f"lshr i64 {ws}, 32")
-            return f.op(f"trunc i64 {ws} to i32"), "i32"
         if name == "%smid":
             return "0", "i32"
         if name in ("%dynamic_smem_size", "%total_smem_size", "%aggr_smem_size"):
@@ -297,26 +267,38 @@ class AmdgpuFunctionEmitter(FunctionEmitter):
         self.call("llvm.trap", "void", [])
         self.f.term("unreachable")
 
-    def emit_instruction(self, ins):
-        if any(isinstance(o, (A.SymbolExpr, A.Vector, A.PredPair, A.Negated, A.ParenList))
-               for o in ins.operands):
-            ins = A.Instruction(ins.opcode, ins.mods, [self.normalize(o) for o in ins.operands],
-                                ins.guard, ins.pos)
-        self.cur_ins = ins
-        FE._position[0] = (ins.pos.line, ins.pos.col)
-        h = HANDLERS.get(ins.opcode) or FE.HANDLERS.get(ins.opcode)
-        if h is None:
-            unsupported(ins)
+    def handler(self, opcode):
+        return HANDLERS.get(opcode) or FE.HANDLERS.get(opcode)
+
+    # ------------------------------------------------------------ math
+    def approx_math(self, ins, x, elem):
+        """The .approx transcendentals on the native f32 instructions (AMDGPU has none for f64)."""
         f = self.f
-        if ins.guard and ins.opcode != "bra":
-            g = self.read(A.Reg(ins.guard[0], ins.pos), "pred", ins)
-            run, skip = f.new_label("g.run"), f.new_label("g.skip")
-            if ins.guard[1]:
-                f.term(f"br i1 {g}, label %{skip}, label %{run}")
-            else:
-                f.term(f"br i1 {g}, label %{run}, label %{skip}")
-            f.label(run)
-            h(self, ins)
-            f.label(skip)
+        if elem == "double":
+            raise PTXUnsupportedError(f"{ins.opcode}.approx.f64 has no AMDGPU instruction",
+                                      ins.pos.line, ins.pos.col)
+        xf = f.op(f"fpext {elem} {x} to float") if elem != "float" else x
+        if ins.opcode == "tanh":
+            r = self.tanh_f32(xf)
         else:
-            h(self, ins)
+            name = {"sin": "sin", "cos": "cos", "lg2": "log2", "ex2": "exp2"}[ins.opcode]
+            r = self.call(f"llvm.{name}.f32", "float", [("float", xf)])
+        return f.op(f"fptrunc float {r} to {elem}") if elem != "float" else r
+
+    def tanh_f32(self, x):
+        """tanh(x) = sign(x) * (1 - 2 / (2^(2|x| log2 e) + 1)); below |x| = 2^-4 an odd polynomial keeps
+        the relative error far inside tanh.approx's 2^-10.7 (the subtraction would cancel there)."""
+        f = self.f
+        ax = self.call("llvm.fabs.f32", "float", [("float", x)])
+        e = self.call("llvm.exp2.f32", "float", [("float", f.op(f"fmul float {ax}, 0x4007154760000000"))])
+        e1 = f.op(f"fadd float {e}, 1.0")
+        big = f.op(f"fsub float 1.0, {f.op(f'fdiv float 2.0, {e1}')}")
+        big = self.call("llvm.copysign.f32", "float", [("float", big), ("float", x)])
+        x2 = f.op(f"fmul float {x}, {x}")
+        poly = f.op(f"fmul float {x2}, 0x3FC1111120000000")             # 2/15
+        poly = f.op(f"fadd float {poly}, 0xBFD5555560000000")            # -1/3
+        poly = f.op(f"fmul float {poly}, {x2}")
+        px = f.op(f"fmul float {poly}, {x}")
+        small = f.op(f"fadd float {px}, {x}")
+        tiny = f.op(f"fcmp olt float {ax}, 0x3FB0000000000000")         # 2^-4
+        return f.op(f"select i1 {tiny}, float {small}, float {big}")

@@ -1,6 +1,6 @@
 """amdgcn lowering of the instructions whose CPU lowering calls the CPU runtime or suspends a thread:
 barriers, warp collectives (exact 32-lane CUDA semantics on 32- and 64-wide waves), fences and
-atomics with scopes, the .approx transcendentals on native instructions, cvta/isspacep, traps."""
+atomics with scopes, traps and device calls; the rest is ops_*.py through the emitter's target hooks."""
 
 from __future__ import annotations
 
@@ -11,8 +11,7 @@ from ptx.codegen import ptxtypes as T
 from ptx.codegen import function_emitter as FE
 from ptx.codegen.amdgpu_emitter import amd_handles
 from ptx.codegen.function_emitter import semantic, unsupported
-from ptx.codegen.ops_mem import one_type, space_of
-from ptx.errors import PTXUnsupportedError
+from ptx.codegen.ops_mem import space_of
 
 _ORDER_AT_END = re.compile(r" (monotonic|acquire|release|acq_rel|seq_cst)( (?:monotonic|acquire|seq_cst))?(, align \d+)?$")
 
@@ -132,48 +131,6 @@ def op_st(em, ins):
     _with_scope(em, _scope_of(set(ins.mods), space_of(ins.mods)), lambda: FE.HANDLERS["st"](em, ins))
 
 
-@amd_handles("cvta")
-def op_cvta(em, ins):
-    t = one_type(ins)
-    to = "to" in ins.mods
-    space = next((m for m in ins.mods if m in ("global", "shared", "local", "const", "param")), None)
-    if space is None:
-        unsupported(ins)
-    v = em.read(ins.operands[1], t)
-    bits = T.bits_of(t)
-    f = em.f
-    if space == "shared":
-        if to:
-            g = v if bits == 64 else f.op(f"zext i32 {v} to i64")
-            p = f.op(f"inttoptr i64 {g} to ptr")
-            p3 = f.op(f"addrspacecast ptr {p} to ptr addrspace(3)")
-            v = f.op(f"ptrtoint ptr addrspace(3) {p3} to i{bits}")
-        else:
-            off = v if bits == 32 else f.op(f"trunc i64 {v} to i32")
-            v = f.op(f"ptrtoint ptr {em.lds_flat(off)} to i{bits}")
-    em.write(ins.operands[0], v, t)
-
-
-@amd_handles("isspacep")
-def op_isspacep(em, ins):
-    f = em.f
-    space = next((m for m in ins.mods if m in ("global", "shared", "local", "const", "param")), None)
-    p = f.op(f"inttoptr i64 {em.read(ins.operands[1], 'u64')} to ptr")
-    in_shared = em.call("llvm.amdgcn.is.shared", "i1", [("ptr", p)])
-    in_local = em.call("llvm.amdgcn.is.private", "i1", [("ptr", p)])
-    if space == "shared":
-        r = in_shared
-    elif space == "local":
-        r = in_local
-    elif space == "global":
-        r = f.op(f"xor i1 {f.op(f'or i1 {in_shared}, {in_local}')}, true")
-    elif space in ("const", "param"):
-        r = "false"
-    else:
-        unsupported(ins)
-    em.write(ins.operands[0], r, "pred")
-
-
 # ------------------------------------------------------------------ warp collectives
 
 SHFL_MODES = ("up", "down", "bfly", "idx")
@@ -208,12 +165,21 @@ def op_shfl(em, ins):
             j = f.op(f"or i32 {min_lane}, {f.op(f'and i32 {b}, {nseg}')}")
         ok = f.op(f"icmp sle i32 {j}, {max_lane}")
     src = f.op(f"select i1 {ok}, i32 {j}, i32 {lane}")
-    r = em.read_lane(a, src)
+    _write_b32_pred(em, dst, em.read_lane(a, src), ok)
+
+
+def _write_b32_pred(em, dst, v, p):
+    """`v`, and `p` too where the destination is a `d|p` pair."""
     if isinstance(dst, A.PredPair):
-        em.write(dst.first, r, "b32")
-        em.write(dst.second, ok, "pred")
+        em.write(dst.first, v, "b32")
+        em.write(dst.second, p, "pred")
     else:
-        em.write(dst, r, "b32")
+        em.write(dst, v, "b32")
+
+
+def _members(em, mask):
+    """The active lanes of this CUDA warp that `mask` names."""
+    return em.f.op(f"and i32 {em.ballot('true')}, {mask}")
 
 
 def _mask(em, ins, index):
@@ -237,7 +203,7 @@ def op_vote(em, ins):
     if mode == "any":
         r = f.op(f"icmp ne i32 {yes}, 0")
     else:
-        members = f.op(f"and i32 {em.ballot('true')}, {mask}")
+        members = _members(em, mask)
         r = f.op(f"icmp eq i32 {yes}, {members}")
         if mode == "uni":
             r = f.op(f"or i1 {r}, {f.op(f'icmp eq i32 {yes}, 0')}")
@@ -293,7 +259,7 @@ def op_match(em, ins):
     wide = T.bits_of(t) == 64
     a = em.read(ops[1], "b64" if wide else "b32")
     mask = em.read(ops[2], "u32")
-    members = f.op(f"and i32 {em.ballot('true')}, {mask}")
+    members = _members(em, mask)
     if wide:
         lo = f.op(f"trunc i64 {a} to i32")
         hi = f.op(f"trunc i64 {f.op(f'lshr i64 {a}, 32')} to i32")
@@ -310,12 +276,7 @@ def op_match(em, ins):
     same = _lane_loop(em, "i32", "0", body)
     if "all" in ins.mods:
         allsame = f.op(f"icmp eq i32 {same}, {members}")
-        r = f.op(f"select i1 {allsame}, i32 {mask}, i32 0")
-        if isinstance(dst, A.PredPair):
-            em.write(dst.first, r, "b32")
-            em.write(dst.second, allsame, "pred")
-        else:
-            em.write(dst, r, "b32")
+        _write_b32_pred(em, dst, f.op(f"select i1 {allsame}, i32 {mask}, i32 0"), allsame)
     else:
         em.write(dst.first if isinstance(dst, A.PredPair) else dst, same, "b32")
 
@@ -325,7 +286,7 @@ def op_elect(em, ins):
     """elect.sync d|p, membermask: the lowest active lane of the mask leads."""
     f = em.f
     dst = ins.operands[0]
-    members = f.op(f"and i32 {em.ballot('true')}, {em.read(ins.operands[1], 'u32')}")
+    members = _members(em, em.read(ins.operands[1], 'u32'))
     leader = em.call("llvm.cttz.i32", "i32", [("i32", members), ("i1", "false")])
     me = f.op(f"icmp eq i32 {leader}, {em.lane_id()}")
     if isinstance(dst, A.PredPair):
@@ -354,7 +315,7 @@ def op_redux(em, ins):
         kind = "s" + kind[1:]
     ops = ins.operands
     a = em.read(ops[1], "b32")
-    members = f.op(f"and i32 {em.ballot('true')}, {em.read(ops[2], 'u32')}")
+    members = _members(em, em.read(ops[2], 'u32'))
 
     def body(i, acc):
         v = em.read_lane(a, i)
@@ -366,83 +327,7 @@ def op_redux(em, ins):
     em.write(ops[0], _lane_loop(em, "i32", ident, body), t)
 
 
-# ------------------------------------------------------------------ math
-
-@amd_handles("sin", "cos", "lg2", "ex2", "tanh")
-def op_transcendental(em, ins):
-    from ptx.codegen.ops_float import ftz
-    t = one_type(ins)
-    f = em.f
-    mods = set(ins.mods)
-    if "approx" not in mods:
-        semantic(ins, f"{ins.opcode} needs .approx")
-    ty = T.llvm_type(t)
-    if ty in ("double", "<2 x double>"):
-        raise PTXUnsupportedError(f"{ins.opcode}.approx.f64 has no AMDGPU instruction",
-                                  ins.pos.line, ins.pos.col)
-    a = em.read(ins.operands[1], t)
-    if "ftz" in mods:
-        a = ftz(em, a, t)
-    lanes = 2 if ty.startswith("<") else 1
-    elem = ty.split(" x ")[-1].rstrip(">") if lanes == 2 else ty
-    outs = []
-    for i in range(lanes):
-        x = f.op(f"extractelement {ty} {a}, i32 {i}") if lanes == 2 else a
-        xf = f.op(f"fpext {elem} {x} to float") if elem != "float" else x
-        if ins.opcode == "tanh":
-            r = _tanh_f32(em, xf)
-        else:
-            name = {"sin": "sin", "cos": "cos", "lg2": "log2", "ex2": "exp2"}[ins.opcode]
-            r = em.call(f"llvm.{name}.f32", "float", [("float", xf)])
-        outs.append(f.op(f"fptrunc float {r} to {elem}") if elem != "float" else r)
-    if lanes == 2:
-        r = f.op(f"insertelement {ty} poison, {elem} {outs[0]}, i32 0")
-        r = f.op(f"insertelement {ty} {r}, {elem} {outs[1]}, i32 1")
-    else:
-        r = outs[0]
-    if "ftz" in mods:
-        r = ftz(em, r, t)
-    em.write(ins.operands[0], r, t)
-
-
-def _tanh_f32(em, x):
-    """tanh(x) = sign(x) * (1 - 2 / (2^(2|x| log2 e) + 1)); below |x| = 2^-4 an odd polynomial keeps
-    the relative error far inside tanh.approx's 2^-10.7 (the subtraction would cancel there)."""
-    f = em.f
-    ax = em.call("llvm.fabs.f32", "float", [("float", x)])
-    e = em.call("llvm.exp2.f32", "float", [("float", f.op(f"fmul float {ax}, 0x4007154760000000"))])
-    e1 = f.op(f"fadd float {e}, 1.0")
-    big = f.op(f"fsub float 1.0, {f.op(f'fdiv float 2.0, {e1}')}")
-    big = em.call("llvm.copysign.f32", "float", [("float", big), ("float", x)])
-    x2 = f.op(f"fmul float {x}, {x}")
-    poly = f.op(f"fmul float {x2}, 0x3FC1111120000000")             # 2/15
-    poly = f.op(f"fadd float {poly}, 0xBFD5555560000000")            # -1/3
-    poly = f.op(f"fmul float {poly}, {x2}")
-    px = f.op(f"fmul float {poly}, {x}")
-    small = f.op(f"fadd float {px}, {x}")
-    tiny = f.op(f"fcmp olt float {ax}, 0x3FB0000000000000")         # 2^-4
-    return f.op(f"select i1 {tiny}, float {small}, float {big}")
-
-
 # ------------------------------------------------------------------ control
-
-@amd_handles("bra")
-def op_bra(em, ins):
-    """As on the CPU, minus the CPU's yield in spin loops: waves of a GPU make progress on their own."""
-    from ptx.codegen.ops_ctrl import _label_of
-    f = em.f
-    target = _label_of(em, ins.operands[0])
-    if ins.guard:
-        g = em.read(A.Reg(ins.guard[0], ins.pos), "pred")
-        fall = f.new_label("fall")
-        if ins.guard[1]:
-            f.term(f"br i1 {g}, label %{fall}, label %{target}")
-        else:
-            f.term(f"br i1 {g}, label %{target}, label %{fall}")
-        f.label(fall)
-    else:
-        f.term(f"br label %{target}")
-
 
 @amd_handles("trap")
 def op_trap(em, ins):

@@ -6,7 +6,6 @@ from __future__ import annotations
 from ptx import ast as A
 from ptx.codegen import ptxtypes as T
 from ptx.codegen.irtext import IRFunction
-from ptx.codegen.reserved_smem import RESERVED_SMEM_BYTES, reserved_smem_register
 from ptx.errors import PTXSemanticError, PTXUnsupportedError
 
 HANDLERS = {}        # opcode -> fn(emitter, instruction)
@@ -16,9 +15,9 @@ LLVM_BITS = {"i1": 1, "i8": 8, "i16": 16, "i32": 32, "i64": 64, "i128": 128, "ha
              "<2 x i16>": 32, "<4 x i8>": 32}
 FLOAT_LLVM = frozenset({"half", "bfloat", "float", "double"})
 
-# ptx_launch / ptx_worker field offsets (ptxrt.h)
-L_PARAMS, L_GRID, L_BLOCK, L_DYN_SHARED, L_STATIC_SHARED, L_GRID_WORKSPACE = 0, 8, 20, 32, 36, 48
-W_SHARED, W_SCRATCH, W_WORKER_ID = 0, 8, 24
+from ptx.codegen.ptxrt_layout import (L_PARAMS, L_GRID, L_BLOCK, L_DYN_SHARED,  # noqa: F401
+                                      L_STATIC_SHARED, L_GRID_WORKSPACE, W_SHARED, W_SCRATCH, W_WORKER_ID)
+from ptx.codegen.special_registers import SpecialRegisters
 
 # thread-function status codes (see ptx/codegen/warp_scheduler.c)
 ST_DONE, ST_BARRIER, ST_WARP, ST_ABORT_BASE = 0, 1, 2, 0x100
@@ -41,12 +40,18 @@ def current_position():
     return _position[0]
 
 
-def handles(*opcodes):
-    def deco(fn):
-        for o in opcodes:
-            HANDLERS[o] = fn
-        return fn
-    return deco
+def registrar(table):
+    """The decorator `@handles(*opcodes)` that enters a lowering into `table` (a target's has its own)."""
+    def handles(*opcodes):
+        def deco(fn):
+            for o in opcodes:
+                table[o] = fn
+            return fn
+        return deco
+    return handles
+
+
+handles = registrar(HANDLERS)
 
 
 def unsupported(ins, what=None):
@@ -80,9 +85,11 @@ MEMBASE_SYMBOL = "ptx_rt_membase"
 LOCALS_BASE_FN = "ptx_rt_locals_base"
 
 
-class FunctionEmitter:
+class FunctionEmitter(SpecialRegisters):
     """mode: 'fast' (kernel body inlined in thread loops), 'sync' (resumable thread function),
     'func' (a .func as an LLVM function)."""
+
+    yields_in_spin_loops = True     # a backward spin-wait branch lets the runtime run other blocks
 
     def __init__(self, mctx, flat, mode: str):
         self.m = mctx
@@ -265,6 +272,8 @@ class FunctionEmitter:
             if sv is not None:
                 v, vty = sv
                 return self.coerce(v, vty, ty, False)
+            if name.startswith("%") and ins is not None:
+                semantic(ins, f"undefined register {name}")
             addr = self.symbol_value(name, 0, ins)
             return self.coerce(addr, "i64", ty)
         if isinstance(op, A.Imm):
@@ -371,7 +380,6 @@ class FunctionEmitter:
     def address(self, op, space, ins=None):
         """Host pointer for a memory operand `[base+off]` in state space `space` (None: generic)."""
         ins = ins or self.cur_ins
-        f = self.f
         if not isinstance(op, A.Address):
             if isinstance(op, (A.Reg, A.SymbolExpr)):
                 op = A.Address(op.name, getattr(op, "offset", 0), op.pos)
@@ -379,128 +387,70 @@ class FunctionEmitter:
                 semantic(ins, "expected an address operand")
         base = op.base
         if base is not None and not self.is_register(base):
-            p = self.symbol_ptr(base, ins, allow_shared=(space in ("shared", None, "generic")))
-            if space not in ("shared",) and self.m.shared_offset(base) is not None and space is not None:
-                semantic(ins, f"{base} is not in the .{space} state space")
-            return f.op(f"getelementptr i8, ptr {p}, i64 {op.offset}") if op.offset else p
+            return self.symbol_address(base, op.offset, space, ins)
         if base is None:
-            av = str(op.offset)
-        else:
-            rty, _ = self.reg(base, ins)
-            av = self.read(A.Reg(base, op.pos), "u64" if LLVM_BITS[rty] >= 64 else "u32", ins)
-            av = av if LLVM_BITS[rty] >= 64 else f.op(f"zext i32 {av} to i64")
-            if op.offset:
-                av = f.op(f"add i64 {av}, {op.offset}")
+            return self.space_ptr(str(op.offset), space)
+        rty, _ = self.reg(base, ins)
+        wide = LLVM_BITS[rty] >= 64
+        return self.register_address(self.read(A.Reg(base, op.pos), "u64" if wide else "u32", ins), wide,
+                                     op.offset, space)
+
+    def register_address(self, av, wide, offset, space):
+        """Pointer for `[reg+offset]`: `av` is the register's value (i64 if `wide`, else i32)."""
+        f = self.f
+        av = av if wide else f.op(f"zext i32 {av} to i64")
+        if offset:
+            av = f.op(f"add i64 {av}, {offset}")
+        return self.space_ptr(av, space)
+
+    def symbol_address(self, name, offset, space, ins):
+        """Pointer to the variable `name` plus `offset` bytes, accessed in state space `space`."""
+        p = self.symbol_ptr(name, ins, allow_shared=(space in ("shared", None, "generic")))
+        if space not in ("shared",) and self.m.shared_offset(name) is not None and space is not None:
+            semantic(ins, f"{name} is not in the .{space} state space")
+        return self.f.op(f"getelementptr i8, ptr {p}, i64 {offset}") if offset else p
+
+    def space_ptr(self, av, space):
+        """Pointer for the i64 address `av` of state space `space` (a .shared one is an offset)."""
         if space == "shared":
-            return f.op(f"getelementptr i8, ptr {self.shared_base()}, i64 {av}")
+            return self.f.op(f"getelementptr i8, ptr {self.shared_base()}, i64 {av}")
         return self.int_to_ptr(av)
 
-    # ------------------------------------------------------------ special registers
-    def linear_tid(self):
+    def cvta_shared(self, v, bits, to):
+        """cvta between a generic address and a .shared offset (`to`: generic -> shared)."""
         f = self.f
-        bx, by = self.ntid(0), self.ntid(1)
-        yz = f.op(f"mul i32 {self.tid[2]}, {by}")
-        yz = f.op(f"add i32 {yz}, {self.tid[1]}")
-        yz = f.op(f"mul i32 {yz}, {bx}")
-        return f.op(f"add i32 {yz}, {self.tid[0]}")
+        base = f.op(f"ptrtoint ptr {self.shared_base()} to i{bits}")
+        return f.op(f"{'sub' if to else 'add'} i{bits} {v}, {base}")
 
-    def special_register(self, name, ins):
+    def space_tests(self, a):
+        """(is shared, is local) of the generic address `a` (i64), for isspacep."""
         f = self.f
-        comp = {"x": 0, "y": 1, "z": 2}
-        base, _, c = name.partition(".")
-        if base in ("%tid", "%ntid", "%ctaid", "%nctaid") and c in comp:
-            i = comp[c]
-            if base == "%tid":
-                return self.tid[i], "i32"
-            if base == "%ctaid":
-                return self.ctaid[i], "i32"
-            if base == "%ntid":
-                return self.ntid(i), "i32"
-            return self.nctaid(i), "i32"
-        # no cluster launches: every CTA is a cluster of one
-        if base in ("%clusterid", "%nclusterid", "%cluster_ctaid", "%cluster_nctaid") and c in comp:
-            i = comp[c]
-            if base == "%clusterid":
-                return self.ctaid[i], "i32"
-            if base == "%nclusterid":
-                return self.nctaid(i), "i32"
-            return ("0" if base == "%cluster_ctaid" else "1"), "i32"
-        if name in ("%cluster_ctarank", "%is_explicit_cluster"):
-            return ("0", "i1") if name == "%is_explicit_cluster" else ("0", "i32")
-        if name == "%cluster_nctarank":
-            return "1", "i32"
-        if name == "%laneid":
-            return f.op(f"and i32 {self.linear_tid()}, 31"), "i32"
-        if name == "%warpid":
-            return f.op(f"lshr i32 {self.linear_tid()}, 5"), "i32"
-        if name == "%nwarpid":
-            n = f.op(f"mul i32 {self.ntid(0)}, {self.ntid(1)}")
-            n = f.op(f"mul i32 {n}, {self.ntid(2)}")
-            n = f.op(f"add i32 {n}, 31")
-            return f.op(f"lshr i32 {n}, 5"), "i32"
-        if name.startswith("%lanemask_"):
-            lane = f.op(f"and i32 {self.linear_tid()}, 31")
-            bit = f.op(f"shl i32 1, {lane}")
-            kind = name[len("%lanemask_"):]
-            if kind == "eq":
-                return bit, "i32"
-            if kind == "lt":
-                return f.op(f"sub i32 {bit}, 1"), "i32"
-            if kind == "le":
-                return f.op(f"or i32 {f.op(f'sub i32 {bit}, 1')}, {bit}"), "i32"
-            if kind == "gt":
-                le = f.op(f"or i32 {f.op(f'sub i32 {bit}, 1')}, {bit}")
-                return f.op(f"xor i32 {le}, -1"), "i32"
-            if kind == "ge":
-                return f.op(f"xor i32 {f.op(f'sub i32 {bit}, 1')}, -1"), "i32"
-        if name in ("%clock64", "%clock"):
-            v = self.call("llvm.readcyclecounter", "i64", [])
-            if name == "%clock":
-                return f.op(f"trunc i64 {v} to i32"), "i32"
-            return v, "i64"
-        if name == "%globaltimer":
-            return self.call("ptx_rt_globaltimer", "i64", []), "i64"
-        if name in ("%globaltimer_lo", "%globaltimer_hi"):
-            v = self.call("ptx_rt_globaltimer", "i64", [])
-            if name.endswith("hi"):
-                v = f.op(f"lshr i64 {v}, 32")
-            return f.op(f"trunc i64 {v} to i32"), "i32"
-        if name == "%smid":
-            p = f.op(f"getelementptr i8, ptr {self.W}, i64 {W_WORKER_ID}")
-            return f.op(f"load i32, ptr {p}"), "i32"
-        if name == "%nsmid":
-            return "1024", "i32"
-        if name == "%gridid":
-            return "0", "i64"
-        if name == "%dynamic_smem_size":
-            return self.load_L_u32(L_DYN_SHARED), "i32"
-        if name in ("%total_smem_size", "%aggr_smem_size"):
-            a = self.load_L_u32(L_DYN_SHARED)
-            b = self.load_L_u32(L_STATIC_SHARED)
-            total = f.op(f"add i32 {a}, {b}")
-            if self.m.reserved_smem_bytes:  # the static area holds the reservation (reserved_smem.py)
-                total = f.op(f"sub i32 {total}, {self.m.reserved_smem_bytes}")
-            if name == "%total_smem_size":
-                return total, "i32"
-            # the aggregate counts the per-CTA reservation the driver reports
-            return f.op(f"add i32 {total}, {RESERVED_SMEM_BYTES}"), "i32"
-        if name.startswith("%reserved_smem_offset_"):
-            v = reserved_smem_register(self.m, name)
-            if v is not None:
-                return str(v), "i32"
-        if name in ("%envreg1", "%envreg2"):
-            # the cooperative-launch grid workspace (ptxrt.h): envreg1 high, envreg2 low 32 bits
-            pp = self.invariant(("Lp", L_GRID_WORKSPACE), lambda: f"getelementptr i8, ptr {self.L}, i64 {L_GRID_WORKSPACE}")
-            ws = self.invariant(("ws",), lambda: f"load i64, ptr {pp}, align 8")
-            if name == "%envreg1":
-                ws = f.op(f"lshr i64 {ws}, 32")
-            return f.op(f"trunc i64 {ws} to i32"), "i32"
-        if name.startswith("%envreg"):
-            return "0", "i32"
-        if name.startswith("%"):
-            if ins is not None:
-                semantic(ins, f"undefined register {name}")
-        return None
+        rel = f.op(f"sub i64 {a}, {f.op(f'ptrtoint ptr {self.shared_base()} to i64')}")
+        tot = f.op(f"add i32 {self.load_L_u32(L_DYN_SHARED)}, {self.load_L_u32(L_STATIC_SHARED)}")
+        in_shared = f.op(f"icmp ult i64 {rel}, {f.op(f'zext i32 {tot} to i64')}")
+        # local memory is this function's .local variables (host stack or thread frame)
+        in_local = "false"
+        for p, size in self.local_vars:
+            lo = f.op(f"ptrtoint ptr {p} to i64")
+            inside = f.op(f"icmp ult i64 {f.op(f'sub i64 {a}, {lo}')}, {size}")
+            in_local = f.op(f"or i1 {in_local}, {inside}")
+        return in_shared, in_local
+
+    def approx_math(self, ins, x, elem):
+        """sin/cos/lg2/ex2/tanh.approx of one `elem` value: in f64 through libm, then the GPU's side of
+        the half rounding boundaries (approx_points.py)."""
+        from ptx.codegen import approx_points
+        f = self.f
+        xd = f.op(f"fpext {elem} {x} to double") if elem != "double" else x
+        name = {"sin": "sin", "cos": "cos", "lg2": "log2", "ex2": "exp2", "tanh": "tanh"}[ins.opcode]
+        if name == "tanh":
+            rd = self.call("tanh", "double", [("double", xd)])
+        else:
+            rd = self.call(f"llvm.{name}.f64", "double", [("double", xd)])
+        out = f.op(f"fptrunc double {rd} to {elem}") if elem != "double" else rd
+        if T.types_in(ins.mods)[-1:] == ["f32"]:
+            out = approx_points.apply(self, ins.opcode, x, out)
+        return out
 
     # ------------------------------------------------------------ labels and control flow
     @staticmethod
@@ -536,7 +486,7 @@ class FunctionEmitter:
                                 ins.guard, ins.pos)
         self.cur_ins = ins
         _position[0] = (ins.pos.line, ins.pos.col)
-        h = HANDLERS.get(ins.opcode)
+        h = self.handler(ins.opcode)
         if h is None:
             unsupported(ins)
         f = self.f
@@ -552,6 +502,10 @@ class FunctionEmitter:
             f.label(skip)
         else:
             h(self, ins)
+
+    def handler(self, opcode):
+        """The lowering of `opcode`; a target overrides the few whose meaning needs its own code."""
+        return HANDLERS.get(opcode)
 
     def abort(self, code_val):
         """Stop the whole launch: the thread trapped or asserted (code: PTXRT_TRAP/ASSERT)."""

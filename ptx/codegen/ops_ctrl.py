@@ -44,7 +44,7 @@ def _backward_spin(em, ins):
 def op_bra(em, ins):
     f = em.f
     target = _label_of(em, ins.operands[0])
-    if _backward_spin(em, ins):
+    if em.yields_in_spin_loops and _backward_spin(em, ins):
         em.call("ptx_rt_yield", "void", [("ptr", em.W)])
     if ins.guard:
         g = em.read(A.Reg(ins.guard[0], ins.pos), "pred")

@@ -5,7 +5,6 @@ transcendentals."""
 
 from __future__ import annotations
 
-from ptx.codegen import approx_points
 from ptx.codegen import ptxtypes as T
 from ptx.codegen.function_emitter import handles, unsupported, semantic, check_mods
 from ptx.codegen.ops_mem import one_type
@@ -416,7 +415,6 @@ def op_transcendental(em, ins):
     mods = set(ins.mods)
     if "approx" not in mods:
         semantic(ins, f"{ins.opcode} needs .approx")
-    ty = T.llvm_type(t)
     a = em.read(ins.operands[1], t)
     if "ftz" in mods:
         a = ftz(em, a, t)
@@ -426,16 +424,7 @@ def op_transcendental(em, ins):
     outs = []
     for i in range(lanes):
         x = f.op(f"extractelement {wty} {wa}, i32 {i}") if lanes == 2 else wa
-        xd = f.op(f"fpext {elem} {x} to double") if elem != "double" else x
-        name = {"sin": "sin", "cos": "cos", "lg2": "log2", "ex2": "exp2", "tanh": "tanh"}[ins.opcode]
-        if name == "tanh":
-            rd = em.call("tanh", "double", [("double", xd)])
-        else:
-            rd = em.call(f"llvm.{name}.f64", "double", [("double", xd)])
-        out = f.op(f"fptrunc double {rd} to {elem}") if elem != "double" else rd
-        if t == "f32":
-            out = approx_points.apply(em, ins.opcode, x, out)
-        outs.append(out)
+        outs.append(em.approx_math(ins, x, elem))
     if lanes == 2:
         r = f.op(f"insertelement {wty} poison, {elem} {outs[0]}, i32 0")
         r = f.op(f"insertelement {wty} {r}, {elem} {outs[1]}, i32 1")

@@ -181,11 +181,8 @@ def op_cvta(em, ins):
     if space is None:
         unsupported(ins)
     v = em.read(ins.operands[1], t)
-    bits = T.bits_of(t)
     if space == "shared":
-        f = em.f
-        base = f.op(f"ptrtoint ptr {em.shared_base()} to i{bits}")
-        v = f.op(f"{'sub' if to else 'add'} i{bits} {v}, {base}")
+        v = em.cvta_shared(v, T.bits_of(t), to)
     em.write(ins.operands[0], v, t)
 
 
@@ -193,21 +190,7 @@ def op_cvta(em, ins):
 def op_isspacep(em, ins):
     f = em.f
     space = next((m for m in ins.mods if m in ("global", "shared", "local", "const", "param")), None)
-    a = em.read(ins.operands[1], "u64")
-    base = f.op(f"ptrtoint ptr {em.shared_base()} to i64")
-    from ptx.codegen.function_emitter import L_DYN_SHARED, L_STATIC_SHARED
-    d = em.load_L_u32(L_DYN_SHARED)
-    s = em.load_L_u32(L_STATIC_SHARED)
-    tot = f.op(f"add i32 {d}, {s}")
-    tot64 = f.op(f"zext i32 {tot} to i64")
-    rel = f.op(f"sub i64 {a}, {base}")
-    in_shared = f.op(f"icmp ult i64 {rel}, {tot64}")
-    # local memory is this function's .local variables (host stack or thread frame)
-    in_local = "false"
-    for p, size in em.local_vars:
-        lo = f.op(f"ptrtoint ptr {p} to i64")
-        inside = f.op(f"icmp ult i64 {f.op(f'sub i64 {a}, {lo}')}, {size}")
-        in_local = f.op(f"or i1 {in_local}, {inside}")
+    in_shared, in_local = em.space_tests(em.read(ins.operands[1], "u64"))
     if space == "shared":
         r = in_shared
     elif space == "global":
