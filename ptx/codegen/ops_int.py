@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ptx import ast as A
 from ptx.codegen import ptxtypes as T
+from ptx.codegen import ops_float as FL
 from ptx.codegen.function_emitter import handles, unsupported, semantic, check_mods
 from ptx.codegen.ops_mem import one_type
 
@@ -16,6 +17,14 @@ def _ops(em, ins, t, n):
 
 def _is_float_instr(ins):
     return any(T.is_float(t) for t in T.types_in(ins.mods))
+
+
+def int_or_float(*opcodes, float_fn):
+    """Registers the integer lowering of `opcodes`; their float forms go to ops_float's `float_fn`."""
+    def deco(int_fn):
+        handles(*opcodes)(lambda em, ins: (float_fn if _is_float_instr(ins) else int_fn)(em, ins))
+        return int_fn
+    return deco
 
 
 def _carry(em):
@@ -31,11 +40,8 @@ def _wide(em, v, bits, signed, to):
 
 # ------------------------------------------------------------------ add / sub / mul / mad
 
-@handles("add", "sub", "addc", "subc")
+@int_or_float("add", "sub", "addc", "subc", float_fn=FL.float_arith)
 def op_addsub(em, ins):
-    if _is_float_instr(ins):
-        from ptx.codegen.ops_float import float_arith
-        return float_arith(em, ins)
     check_mods(ins, {"sat", "cc"})
     t = one_type(ins)
     f = em.f
@@ -83,11 +89,8 @@ def _mul_parts(em, ins, t, a, b):
     return p
 
 
-@handles("mul")
+@int_or_float("mul", float_fn=FL.float_arith)
 def op_mul(em, ins):
-    if _is_float_instr(ins):
-        from ptx.codegen.ops_float import float_arith
-        return float_arith(em, ins)
     check_mods(ins, {"lo", "hi", "wide"})
     t = one_type(ins)
     f = em.f
@@ -130,11 +133,8 @@ def op_mul24(em, ins):
     em.write(ins.operands[0], r, t)
 
 
-@handles("mad", "madc")
+@int_or_float("mad", "madc", float_fn=FL.float_fma)
 def op_mad(em, ins):
-    if _is_float_instr(ins):
-        from ptx.codegen.ops_float import float_fma
-        return float_fma(em, ins)
     check_mods(ins, {"lo", "hi", "wide", "sat", "cc"})
     t = one_type(ins)
     f = em.f
@@ -182,11 +182,8 @@ def op_mad(em, ins):
 
 # ------------------------------------------------------------------ div / rem
 
-@handles("div", "rem")
+@int_or_float("div", "rem", float_fn=FL.float_arith)
 def op_divrem(em, ins):
-    if _is_float_instr(ins):
-        from ptx.codegen.ops_float import float_arith
-        return float_arith(em, ins)
     t = one_type(ins)
     f = em.f
     bits = T.bits_of(t)
@@ -212,11 +209,8 @@ def op_divrem(em, ins):
 
 # ------------------------------------------------------------------ unary / min / max
 
-@handles("abs", "neg")
+@int_or_float("abs", "neg", float_fn=FL.float_unary)
 def op_absneg(em, ins):
-    if _is_float_instr(ins):
-        from ptx.codegen.ops_float import float_unary
-        return float_unary(em, ins)
     t = one_type(ins)
     bits = T.bits_of(t)
     a = em.read(ins.operands[1], t)
@@ -227,11 +221,8 @@ def op_absneg(em, ins):
     em.write(ins.operands[0], r, t)
 
 
-@handles("min", "max")
+@int_or_float("min", "max", float_fn=FL.float_minmax)
 def op_minmax(em, ins):
-    if _is_float_instr(ins):
-        from ptx.codegen.ops_float import float_minmax
-        return float_minmax(em, ins)
     t = one_type(ins)
     if t in ("u16x2", "s16x2"):
         unsupported(ins)

@@ -38,6 +38,15 @@ def _pred_result(em):
     return em.f.op(f"icmp ne i32 {v}, 0")
 
 
+def _write_b32_pred(em, dst):
+    """The b32 result, and the predicate too where the destination is a `d|p` pair."""
+    if isinstance(dst, A.PredPair):
+        em.write(dst.first, _result(em, "i32"), "b32")
+        em.write(dst.second, _pred_result(em), "pred")
+    else:
+        em.write(dst, _result(em, "i32"), "b32")
+
+
 @handles("shfl")
 def op_shfl(em, ins):
     mode = next((SHFL_MODES[m] for m in ins.mods if m in SHFL_MODES), None)
@@ -51,13 +60,7 @@ def op_shfl(em, ins):
     mask = em.read(ops[4], "u32") if "sync" in ins.mods and len(ops) > 4 else "-1"
     a64 = em.f.op(f"zext i32 {a} to i64")
 
-    def after():
-        if isinstance(dst, A.PredPair):
-            em.write(dst.first, _result(em, "i32"), "b32")
-            em.write(dst.second, _pred_result(em), "pred")
-        else:
-            em.write(dst, _result(em, "i32"), "b32")
-    _collective(em, K_SHFL, mode, mask, a=a64, b=b, c=c, after=after)
+    _collective(em, K_SHFL, mode, mask, a=a64, b=b, c=c, after=lambda: _write_b32_pred(em, dst))
 
 
 @handles("vote")
@@ -97,13 +100,7 @@ def op_match(em, ins):
     # the 64-bit flag rides in bit 8 of the mode
     m = mode | (256 if T.bits_of(t) == 64 else 0)
 
-    def after():
-        if isinstance(dst, A.PredPair):
-            em.write(dst.first, _result(em, "i32"), "b32")
-            em.write(dst.second, _pred_result(em), "pred")
-        else:
-            em.write(dst, _result(em, "i32"), "b32")
-    _collective(em, K_MATCH, m, mask, a=a64, after=after)
+    _collective(em, K_MATCH, m, mask, a=a64, after=lambda: _write_b32_pred(em, dst))
 
 
 @handles("redux")
