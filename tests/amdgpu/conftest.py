@@ -25,7 +25,8 @@ OTHER_ARCH = "86"
 # features with no AMDGPU lowering yet: compiling them must fail with PTXUnsupportedError naming them
 KNOWN_UNSUPPORTED = ("printf: ", "malloc", "free in device code", "unsupported instruction tex.",
                      "unsupported instruction suld", "unsupported instruction sust",
-                     "unsupported instruction bar.arrive")
+                     "unsupported instruction bar.arrive",
+                     "on this target (textures and surfaces run on the CPU backend only)")
 
 
 def need_linker():
