@@ -3,6 +3,7 @@ the kernarg segment, dispatch packet and user SGPRs set up as HIP would. Emulati
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import glob
 import hashlib
@@ -96,7 +97,17 @@ def emulator():
             mod, tags = _load_patched(f"test.mockgpu.amd.{name}", os.path.join(here, name + ".py"), name, root)
             applied += tags
         _emu, _applied = mod, tuple(applied)
+        atexit.register(_quiet_shutdown)
         return mod
+
+
+def _quiet_shutdown():
+    # tinygrad's UOp.__del__ looks a UOp up in a WeakKeyDictionary, which fails with a printed traceback
+    # once interpreter shutdown has cleared the weakref module; with its `Ops` gone it skips that lookup
+    # (the guard tinygrad itself has for shutdown).
+    ops = sys.modules.get("tinygrad.uop.ops")
+    if ops is not None:
+        ops.Ops = None
 
 
 def _load_patched(qualname, path, module, root):
