@@ -16,12 +16,8 @@ from ptx.errors import PTXSyntaxError
 WORD, DIR, INT, FLOAT, STR, PUNCT, ERR, EOF, INSN = range(9)
 
 _SUFFIX = r"(?:\.[A-Za-z0-9_]+(?:::[A-Za-z0-9_]+)*)"
-# Each match is: skipped whitespace/comments/`@@DWARF` lines, then exactly one token (or the end).
-_MASTER = re.compile(
-    r"(?:\s+|//[^\n]*|/\*.*?\*/|@@DWARF[^\n]*)*"
-    r"(?:(?P<word>[A-Za-z_$%][A-Za-z0-9_$]*" + _SUFFIX + r"*)"
-    r"|(?P<ubc>/\*)"
-    r"|(?P<punct>[{}()\[\];,:+\-!@|<>=*/~&^%])"
+# The token kinds after words and punctuation, shared by the whole-text and the line-wise patterns.
+_LITERALS = (
     r"|(?P<hexf>0[fF][0-9a-fA-F]{8}(?![0-9A-Za-z_$]))"
     r"|(?P<hexd>0[dD][0-9a-fA-F]{16}(?![0-9A-Za-z_$]))"
     r"|(?P<dec>(?:[0-9]+\.[0-9]*(?:[eE][+-]?[0-9]+)?|\.[0-9]+(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+)"
@@ -30,7 +26,14 @@ _MASTER = re.compile(
     r"|(?P<dir>\.[A-Za-z_][A-Za-z0-9_]*(?:::[A-Za-z0-9_]+)*)"
     r"|(?P<str>\"(?:[^\"\\\n]|\\.)*\")"
     r"|(?P<end>\Z)"
-    r"|(?P<err>.))",
+    r"|(?P<err>.))")
+# Each match is: skipped whitespace/comments/`@@DWARF` lines, then exactly one token (or the end).
+_MASTER = re.compile(
+    r"(?:\s+|//[^\n]*|/\*.*?\*/|@@DWARF[^\n]*)*"
+    r"(?:(?P<word>[A-Za-z_$%][A-Za-z0-9_$]*" + _SUFFIX + r"*)"
+    r"|(?P<ubc>/\*)"
+    r"|(?P<punct>[{}()\[\];,:+\-!@|<>=*/~&^%])"
+    + _LITERALS,
     re.S,
 )
 
@@ -134,15 +137,7 @@ _LINE = re.compile(
     r"\s*(?:(?P<word>[A-Za-z_$%][A-Za-z0-9_$]*" + _SUFFIX + r"*)"
     r"|(?P<cmt>//.*|@@DWARF.*)"
     r"|(?P<punct>[{}()\[\];,:+\-!@|<>=*/~&^%])"
-    r"|(?P<hexf>0[fF][0-9a-fA-F]{8}(?![0-9A-Za-z_$]))"
-    r"|(?P<hexd>0[dD][0-9a-fA-F]{16}(?![0-9A-Za-z_$]))"
-    r"|(?P<dec>(?:[0-9]+\.[0-9]*(?:[eE][+-]?[0-9]+)?|\.[0-9]+(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+)"
-    r"(?![0-9A-Za-z_$.]))"
-    r"|(?P<int>(?:0[xX][0-9a-fA-F]+|0[bB][01]+|[0-9]+)[uU]?(?![0-9A-Za-z_$.]))"
-    r"|(?P<dir>\.[A-Za-z_][A-Za-z0-9_]*(?:::[A-Za-z0-9_]+)*)"
-    r"|(?P<str>\"(?:[^\"\\\n]|\\.)*\")"
-    r"|(?P<end>\Z)"
-    r"|(?P<err>.))")
+    + _LITERALS)
 _KIND = {"word": WORD, "punct": PUNCT, "dir": DIR}
 
 # Most lines of a body are one plain instruction: `[@[!]guard] opcode[.mods] [operand, ...];` whose operands

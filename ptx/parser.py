@@ -778,12 +778,8 @@ class Parser:
         pos = ast.Pos(t[3], t[4])
         if name[0] == "%":
             return ast.Reg(name, pos)
-        if name == "_":
-            return ast.Sink(pos)
-        if name == "WARP_SZ":
-            return ast.Imm(32, pos)
-        if self.is_reg_name(name):
-            return ast.Reg(name, pos)
+        if name in ("_", "WARP_SZ") or self.is_reg_name(name):
+            return self.plain_name(name, pos)
         if "." in name:
             raise self.error(f"invalid operand {name!r}", t)
         if name == "generic" and self.is_punct("("):
