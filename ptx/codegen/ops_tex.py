@@ -51,8 +51,9 @@ def _handle(em, ins, addr):
     return em.read(A.Reg(addr.base), "u64", ins)
 
 
-def _coords(em, ins, addr, ctype, n):
+def _coords(em, ins, addr, ctype, n, geometry):
     """[4 x i32] on the stack holding the coordinate vector's bits (the rest zero)."""
+    layered = geometry.startswith("a")         # a1d, a2d, acube: the first element is the array index
     if not addr.extra or not isinstance(addr.extra[0], A.Vector):
         if addr.extra and n == 1:       # a single coordinate without braces
             elems = [addr.extra[0]]
@@ -65,7 +66,7 @@ def _coords(em, ins, addr, ctype, n):
         p = em.f.op(f"getelementptr [4 x i32], ptr {buf}, i32 0, i32 {i}")
         if i < len(elems):
             # the array index of a1d/a2d/acube is an integer whatever the coordinates' type
-            t = ctype if not (i == 0 and ins.layered) else "u32"
+            t = ctype if not (i == 0 and layered) else "u32"
             v = em.read(elems[i], "f32" if t == "f32" else "b32", ins)
             if t == "f32":
                 v = em.f.op(f"bitcast float {v} to i32")
@@ -106,16 +107,7 @@ def tex(em, ins):
         unsupported(ins, "tex.level/tex.grad (mipmapped textures)")
     if len(ins.operands) != 2 or isinstance(ins.operands[0], A.Address):
         unsupported(ins, "tex with a predicate destination, offset or depth compare")
-    g = _geometry(ins)
-    rtype, ctype = _types(ins)
-    ins.layered = g in ("a1d", "a2d", "acube")
-    h = _handle(em, ins, ins.operands[1])
-    coords = _coords(em, ins, ins.operands[1], ctype, 1)
-    out = em.f.alloca("[4 x i32]", align=16)
-    _declare(em, "ptx_tex_fetch")
-    em.f.emit(f"call void @ptx_tex_fetch(i64 {h}, i32 {GEOMETRIES.index(g)}, i32 {ELEM[rtype]}, "
-              f"i32 {ELEM[ctype]}, ptr {coords}, ptr {out})")
-    _results(em, ins, ins.operands[0], rtype, out)
+    _sample(em, ins, "ptx_tex_fetch", "", _geometry(ins), 1)
 
 
 @handles("tld4")
@@ -127,14 +119,18 @@ def tld4(em, ins):
     g = _geometry(ins)
     if g not in ("2d", "a2d", "cube", "acube"):
         semantic(ins, f"tld4.{g}")
+    _sample(em, ins, "ptx_tex_gather", f"i32 {'rgba'.index(comps[0])}, ", g, 2)
+
+
+def _sample(em, ins, fn, lead, g, n):
+    """`d, [handle, {coords}]` through the runtime's sampler `fn` (its leading arguments `lead`)."""
     rtype, ctype = _types(ins)
-    ins.layered = g in ("a2d", "acube")
     h = _handle(em, ins, ins.operands[1])
-    coords = _coords(em, ins, ins.operands[1], ctype, 2)
+    coords = _coords(em, ins, ins.operands[1], ctype, n, g)
     out = em.f.alloca("[4 x i32]", align=16)
-    _declare(em, "ptx_tex_gather")
-    em.f.emit(f"call void @ptx_tex_gather(i64 {h}, i32 {'rgba'.index(comps[0])}, i32 {GEOMETRIES.index(g)}, "
-              f"i32 {ELEM[rtype]}, i32 {ELEM[ctype]}, ptr {coords}, ptr {out})")
+    _declare(em, fn)
+    em.f.emit(f"call void @{fn}(i64 {h}, {lead}i32 {GEOMETRIES.index(g)}, i32 {ELEM[rtype]}, "
+              f"i32 {ELEM[ctype]}, ptr {coords}, ptr {out})")
     _results(em, ins, ins.operands[0], rtype, out)
 
 
@@ -179,9 +175,8 @@ def _surface(em, ins, store):
     vec = 4 if "v4" in ins.mods else 2 if "v2" in ins.mods else 1
     clamp = next((m for m in ins.mods if m in CLAMPS), "trap")
     addr, data = (ins.operands[0], ins.operands[1]) if store else (ins.operands[1], ins.operands[0])
-    ins.layered = g in ("a1d", "a2d")
     h = _handle(em, ins, addr)
-    coords = _coords(em, ins, addr, "s32", 1)
+    coords = _coords(em, ins, addr, "s32", 1, g)
     ty = {8: "i8", 16: "i16", 32: "i32", 64: "i64"}[width]
     buf = em.f.alloca(f"[{vec} x {ty}]", align=16)
     elems = data.elems if isinstance(data, A.Vector) else [data]
