@@ -24,11 +24,6 @@ _SPECIAL_RE = re.compile(r"%(?:(?:" + "|".join(_SPECIAL_VECTOR) + r")(?:\.[xyzw]
 _SPECIAL_64 = frozenset(("%clock64", "%globaltimer", "%gridid", "%current_graph_exec"))
 _VEC_COMPONENT = re.compile(r"(.*)\.([xyzwrgba])\Z")
 _TRAILING_NUM = re.compile(r"(.*?)([0-9]+)\Z")
-# A video instruction's byte/half selector on a 32-bit source (`%r1.b0`, `%r2.h1`, vadd4's `.b3210`, vadd2's
-# `.h10`): the register is the name before it; the code generator reads the selector.
-_SELECTOR = re.compile(r"(%?[^.]+)\.(b[0-3]|h[01]|b[0-7]{4}|h[01]{2})\Z")
-_VIDEO_OPS = frozenset("vadd vsub vabsdiff vmin vmax vshl vshr vmad vset vadd2 vsub2 vavrg2 vabsdiff2 vmin2 vmax2 "
-                       "vset2 vadd4 vsub4 vavrg4 vabsdiff4 vmin4 vmax4 vset4".split())
 
 _TYPE_BITS = {
     "pred": 1, "b8": 8, "s8": 8, "u8": 8, "e4m3": 8, "e5m2": 8,
@@ -362,12 +357,7 @@ class _Checker:
     def operand_type(self, o, scope, ins):
         """Resolve names inside an operand (raising on undefined ones); return a register's Type for a
         plain register operand, 'special' for special registers, None for anything else."""
-        if isinstance(o, ast.Reg):
-            if ins.opcode in _VIDEO_OPS:
-                m = _SELECTOR.match(o.name)
-                t = self.reg_type(scope, m.group(1)) if m else None
-                if t is not None and t.vec == 1 and t.name in ("b32", "s32", "u32"):
-                    return t
+        if isinstance(o, ast.Reg):      # a video selector (`%r1.b0`) is already split off by ast.Instruction
             return self.resolve_reg(scope, o)
         if isinstance(o, ast.SymbolExpr):
             if ins.opcode in ("bra",) or self.symbol_kind(scope, o.name) is not None:
