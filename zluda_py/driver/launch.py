@@ -127,7 +127,9 @@ def check_configuration(f: Function, grid: tuple, block: tuple, shared: int, sha
                     f"(static {f.static_shared()})")
 
 
-def launch(hfunc, grid, block, shared, hstream, kernel_params, extra, per_thread=False, cooperative=False):
+def launch(hfunc, grid, block, shared, hstream, kernel_params, extra, per_thread=False, cooperative=False,
+           packed=None):
+    """Every launch's checks and enqueue; `packed` is a parameter buffer the caller built (the legacy API)."""
     init.require_init()
     ctx = ctxmod.current_context()      # first: a released or poisoned context answers before the handle
     f = get_function(hfunc)
@@ -140,7 +142,10 @@ def launch(hfunc, grid, block, shared, hstream, kernel_params, extra, per_thread
     check_configuration(f, grid, block, shared, CUDA_ERROR_INVALID_VALUE)
     if kernel_params and extra:
         raise CudaError(CUDA_ERROR_INVALID_VALUE, "both kernelParams and extra are given")
-    params = pack_extra(f, extra) if extra else pack_kernel_params(f, kernel_params)
+    if packed is not None:
+        params = packed
+    else:
+        params = pack_extra(f, extra) if extra else pack_kernel_params(f, kernel_params)
     if cooperative:
         attrs = device_props(f.device).attributes
         from zluda_py.driver.occupancy import max_active_blocks

@@ -8,8 +8,7 @@ import struct
 from zluda_py import cmem
 from zluda_py.dispatch import export
 from zluda_py.driver import context as ctxmod, init
-from zluda_py.driver import stream as streammod
-from zluda_py.driver.launch import check_configuration
+from zluda_py.driver import launch as launchmod
 from zluda_py.driver.module import get_function
 from zluda_py.errors import CudaError, CUDA_ERROR_INVALID_CONTEXT, CUDA_ERROR_INVALID_VALUE
 
@@ -84,11 +83,10 @@ def _launch(hfunc, width, height, hstream):
     init.require_init()
     ctxmod.current_context()
     f, st = _state(hfunc)
-    check_configuration(f, (width, height, 1), st.block, st.shared)
     need = f.info.param_size
     # Like a short `extra` buffer: parameters past what was set read as zero.
     params = bytes(st.params[:need]) + bytes(max(0, need - len(st.params)))
-    streammod.resolve_stream(hstream).launch(f.backend_fn, (width, height, 1), st.block, st.shared, params)
+    launchmod.launch(hfunc, (width, height, 1), st.block, st.shared, hstream, 0, 0, packed=params)
 
 
 @export("cuLaunch")
