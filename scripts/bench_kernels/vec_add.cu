@@ -1,5 +1,29 @@
-// float32 vector add: one element per thread.
+// float32 vector add, one element per thread, 32-bit index: c[i] = a[i] + b[i].
+#include "bench_cuda.h"
+static const char SHAPE[] = "vec_add";
+
 extern "C" __global__ void vec_add(const float *a, const float *b, float *c, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) c[i] = a[i] + b[i];
+}
+
+int main(int argc, char **argv) {
+    bench_args args = bench_parse(argc, argv, 1L << 25);
+    int n = (int)args.n;
+    float *a = (float *)bench_alloc(n * sizeof(float)), *b = (float *)bench_alloc(n * sizeof(float));
+    float *c = (float *)bench_alloc(n * sizeof(float));
+    bench_fill(a, n, -1, 1, &args.seed);
+    bench_fill(b, n, -1, 1, &args.seed);
+    start_device(SHAPE);
+    float *da = to_device(SHAPE, a, n), *db = to_device(SHAPE, b, n), *dc = device_poisoned<float>(SHAPE, n);
+    int threads = 256, blocks = (n + threads - 1) / threads;
+    auto launch = [&] { vec_add<<<blocks, threads>>>(da, db, dc, n); };
+    double first = time_launch(SHAPE, launch);
+    to_host(SHAPE, c, dc, n);
+    check_vec_add(SHAPE, a, b, c, n);
+    bench_times t = time_repeats(SHAPE, args, launch);
+    to_host(SHAPE, c, dc, n);
+    check_vec_add(SHAPE, a, b, c, n);
+    bench_report(SHAPE, first, &t, nullptr);
+    return 0;
 }
