@@ -182,7 +182,16 @@ class Backend(ABC):
     def stream_create(self, device: int, flags: int = 0, priority: int = 0) -> BackendStream: ...
 
     @abstractmethod
-    def event_create(self, flags: int = 0) -> BackendEvent: ...
+    def event_create(self, flags: int = 0) -> BackendEvent:
+        """flags: CUevent_flags; with CU_EVENT_INTERPROCESS the event can be exported (event_export)."""
+
+    def event_export(self, event: BackendEvent) -> bytes:
+        """At most 56 bytes naming an interprocess event for event_import in another process."""
+        raise CudaError(CUDA_ERROR_NOT_SUPPORTED, "interprocess events are not supported here")
+
+    def event_import(self, raw: bytes, flags: int) -> BackendEvent:
+        """The event another process exported (raw: its 64-byte handle), usable here."""
+        raise CudaError(CUDA_ERROR_NOT_SUPPORTED, "interprocess events are not supported here")
 
     @abstractmethod
     def module_load(self, device: int, ptx_text: str, name: str = "") -> BackendModule:

@@ -20,6 +20,9 @@ from zluda_py import handles, memcheck, native
 from zluda_py.errors import CudaError, CUDA_ERROR_INVALID_VALUE
 
 _buffer_ids = itertools.count(1)
+# base -> (Allocation, fn): allocations shared with other processes (driver/ipc.py); remove() calls fn(a)
+# first, while the range is still the allocation's
+SHARED: dict = {}
 _bisect_right = bisect.bisect_right
 
 
@@ -110,6 +113,11 @@ class AllocationIndex:
         self._by_base[a.base] = a
 
     def remove(self, a: Allocation) -> None:
+        if SHARED:
+            hook = SHARED.get(a.base)
+            if hook is not None and hook[0] is a:
+                del SHARED[a.base]
+                hook[1](a)
         with self._lock:
             if self._by_base.get(a.base) is a:
                 self.version += 1

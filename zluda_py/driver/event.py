@@ -15,11 +15,12 @@ CU_EVENT_RECORD_EXTERNAL = 0x1
 
 
 class Event:
-    def __init__(self, ctx, flags: int):
+    def __init__(self, ctx, flags: int, backend=None):
+        """backend: an existing backend event (one another process exported), else a new one."""
         self.ctx = ctx
         self.flags = flags
         self.recorded = False
-        self.backend = init.BACKEND.event_create(flags)
+        self.backend = backend if backend is not None else init.BACKEND.event_create(flags)
         handles.new(self)
         ctx.events.add(self)
 

@@ -1,9 +1,15 @@
-"""Inter-process memory handles on a backend whose device memory is host memory: cuIpcGetMemHandle moves the
-allocation's pages, in place and with their contents, onto a memfd mapped MAP_SHARED at the same address;
-another process maps that memfd (through /proc/<pid>/fd) and sees the same bytes.
+"""Inter-process memory and event handles on a backend whose device memory is host memory.
+
+Memory: cuIpcGetMemHandle moves the allocation's pages, in place and with their contents, onto a memfd
+mapped MAP_SHARED at the same address; another process maps that memfd (through /proc/<pid>/fd) and sees
+the same bytes. Allocations stay private anonymous memory until a handle is taken (no cost to cuMemAlloc,
+and fork() keeps its copy-on-write meaning); freeing an exported one first gives its range private pages
+again, so the block's next owner shares nothing with a process that still has the handle open.
+Events: the backend keeps an interprocess event's state in shared memory and names it (event_export).
 
 Limits: the shared range is the allocation rounded out to whole pages, so an allocation sharing a page with
-another exported one shares that page through the first export only; event handles work within a process."""
+another exported one cannot be exported (CUDA_ERROR_NOT_SUPPORTED), and the bytes of other allocations in
+its first and last page are visible to the importer."""
 
 from __future__ import annotations
 
@@ -17,7 +23,7 @@ import cffi
 
 from zluda_py import cmem
 from zluda_py.dispatch import export
-from zluda_py.driver import context as ctxmod, init
+from zluda_py.driver import allocations, context as ctxmod, init
 from zluda_py.driver.allocations import INDEX, Allocation
 from zluda_py.errors import (CudaError, CUDA_ERROR_INVALID_CONTEXT, CUDA_ERROR_INVALID_HANDLE,
                              CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_MAP_FAILED, CUDA_ERROR_NOT_SUPPORTED)
@@ -25,9 +31,8 @@ from zluda_py.errors import (CudaError, CUDA_ERROR_INVALID_CONTEXT, CUDA_ERROR_I
 HANDLE_SIZE = 64
 _MAGIC = b"ZLIPCMEM"
 _EVENT_MAGIC = b"ZLIPCEVT"
-_MEM = struct.Struct("<8siiQQQQ")       # magic, pid, fd, offset of the allocation in the mapping, mapping
-                                        # length, allocation size, export id
-_EVT = struct.Struct("<8siiQ")          # magic, pid, 0, event handle
+_MEM = struct.Struct("<8siiQQQQQ")      # magic, pid, fd, offset of the allocation in the mapping, mapping
+                                        # length, allocation size, export id, the memfd's inode
 CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 0x1
 
 _ffi = cffi.FFI()
@@ -87,7 +92,49 @@ def _export(a: Allocation) -> tuple:
     _exports[a.base] = (fd, start, length, next(_export_ids), a)
     if old is not None:
         os.close(old[0])
+    allocations.SHARED[a.base] = (a, _unexport)
     return _exports[a.base][:4]
+
+
+def _swap_private(start: int, length: int, keep: bool) -> None:
+    """Private anonymous pages in place of [start, start + length); keep: with the bytes they held."""
+    anon = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS
+    if not keep:
+        _mmap(start, length, anon | _MAP_FIXED, -1)
+        return
+    staging = _mmap(0, length, anon, -1)
+    try:
+        _memmove_holding_gil(_null + staging, _null + start, length)
+        _mmap(start, length, anon | _MAP_FIXED, -1)
+        _memmove_holding_gil(_null + start, _null + staging, length)
+    finally:
+        _libc.munmap(_ffi.cast("void *", staging), length)
+
+
+def _unexport(a: Allocation) -> None:
+    """An exported allocation is being freed (allocations.AllocationIndex.remove calls this before the
+    backend gets the block back): its pages become private again. Pages wholly its own need no copy; the
+    first and last may hold other blocks, whose bytes move across (GIL held, as in _export)."""
+    with _lock:
+        found = _exports.get(a.base)
+        if found is None or found[4] is not a:
+            return
+        del _exports[a.base]
+        fd, start, length = found[:3]
+        end = start + length
+        own_lo = (a.base + _PAGE - 1) & ~(_PAGE - 1)
+        own_hi = a.end & ~(_PAGE - 1)
+        try:
+            if own_hi > own_lo:
+                _swap_private(own_lo, own_hi - own_lo, keep=False)
+                if start < own_lo:
+                    _swap_private(start, own_lo - start, keep=True)
+                if own_hi < end:
+                    _swap_private(own_hi, end - own_hi, keep=True)
+            else:
+                _swap_private(start, length, keep=True)
+        finally:
+            os.close(fd)
 
 
 @export("cuIpcGetMemHandle")
@@ -100,7 +147,7 @@ def ipc_get_mem_handle(out, dptr):
         raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{dptr:#x} is not device memory")
     with _lock:
         fd, start, length, ident = _export(a)
-    raw = _MEM.pack(_MAGIC, os.getpid(), fd, a.base - start, length, a.size, ident)
+    raw = _MEM.pack(_MAGIC, os.getpid(), fd, a.base - start, length, a.size, ident, os.fstat(fd).st_ino)
     cmem.write_bytes(out, raw + b"\0" * (HANDLE_SIZE - len(raw)))
 
 
@@ -121,7 +168,8 @@ def _open_mem(pdptr, handle_addr, flags):
         raise CudaError(CUDA_ERROR_INVALID_VALUE, "pdptr is NULL")
     if flags & ~CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS:
         raise CudaError(CUDA_ERROR_INVALID_VALUE, f"invalid flags {flags:#x}")
-    magic, pid, fd, offset, length, size, ident = _MEM.unpack(cmem.read_bytes(handle_addr, _MEM.size, "handle"))
+    magic, pid, fd, offset, length, size, ident, ino = _MEM.unpack(
+        cmem.read_bytes(handle_addr, _MEM.size, "handle"))
     if magic != _MAGIC:
         raise CudaError(CUDA_ERROR_INVALID_VALUE, "not a memory handle of this driver")
     if pid == os.getpid():
@@ -134,10 +182,14 @@ def _open_mem(pdptr, handle_addr, flags):
                 cmem.write_ptr(pdptr, addr)
                 return
         try:
-            local = os.open(f"/proc/{pid}/fd/{fd}", os.O_RDWR)
+            local = os.open(f"/proc/{pid}/fd/{fd}", os.O_RDWR | os.O_CLOEXEC)
         except OSError as e:
             raise CudaError(CUDA_ERROR_INVALID_HANDLE, f"cannot reach process {pid}'s memory: {e.strerror}") from None
         try:
+            # the exporter freed the memory (and the descriptor number went to another file)?
+            st = os.fstat(local)
+            if st.st_ino != ino or st.st_size < length:
+                raise CudaError(CUDA_ERROR_INVALID_HANDLE, "the handle no longer names exported memory")
             base = _mmap(0, length, mmap.MAP_SHARED, local)
         finally:
             os.close(local)
@@ -184,6 +236,7 @@ def _close_context_imports(ctx) -> None:
 
 
 # --- events ---------------------------------------------------------------------------------------------
+# The backend names the event's shared state; the handle adds a magic so a memory handle is told apart.
 @export("cuIpcGetEventHandle")
 def ipc_get_event_handle(out, hevent):
     from zluda_py.driver.event import CU_EVENT_INTERPROCESS, event_from_handle
@@ -192,22 +245,19 @@ def ipc_get_event_handle(out, hevent):
         raise CudaError(CUDA_ERROR_INVALID_VALUE, "pHandle is NULL")
     if not ev.flags & CU_EVENT_INTERPROCESS:
         raise CudaError(CUDA_ERROR_INVALID_VALUE, "the event was not created with CU_EVENT_INTERPROCESS")
-    raw = _EVT.pack(_EVENT_MAGIC, os.getpid(), 0, ev.handle)
+    raw = _EVENT_MAGIC + init.BACKEND.event_export(ev.backend)
     cmem.write_bytes(out, raw + b"\0" * (HANDLE_SIZE - len(raw)))
 
 
 @export("cuIpcOpenEventHandle")
 def ipc_open_event_handle(out, handle_addr):
-    from zluda_py.driver.event import event_from_handle
-    init.require_init()
+    from zluda_py.driver.event import CU_EVENT_DISABLE_TIMING, CU_EVENT_INTERPROCESS, Event
+    ctx = ctxmod.current_context()
     if not out:
         raise CudaError(CUDA_ERROR_INVALID_VALUE, "phEvent is NULL")
-    magic, pid, _, h = _EVT.unpack(cmem.read_bytes(handle_addr, _EVT.size, "handle"))
-    if magic != _EVENT_MAGIC:
+    raw = cmem.read_bytes(handle_addr, HANDLE_SIZE, "handle")
+    if raw[:len(_EVENT_MAGIC)] != _EVENT_MAGIC:
         raise CudaError(CUDA_ERROR_INVALID_VALUE, "not an event handle of this driver")
-    if pid != os.getpid():
-        # A CPU event lives in its process's memory; sharing completion across processes would need the
-        # backend's events in shared memory.
-        raise CudaError(CUDA_ERROR_NOT_SUPPORTED, "event handles from another process are not supported")
-    cmem.write_ptr(out, event_from_handle(h).handle)
-
+    flags = CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS
+    backend = init.BACKEND.event_import(raw[len(_EVENT_MAGIC):], flags)
+    cmem.write_ptr(out, Event(ctx, flags, backend).handle)

@@ -9,6 +9,8 @@ from zluda_py.backends.cpu.event import CpuEvent
 from zluda_py.backends.cpu.memory import HostMemory
 from zluda_py.backends.cpu.stream import CpuStream
 
+_EVENT_INTERPROCESS = 0x4     # CU_EVENT_INTERPROCESS
+
 
 class CpuBackend(Backend):
     name = "cpu"
@@ -52,7 +54,19 @@ class CpuBackend(Backend):
         return CpuStream(flags, priority)
 
     def event_create(self, flags: int = 0) -> CpuEvent:
+        if flags & _EVENT_INTERPROCESS:
+            from zluda_py.backends.cpu import shared_event
+            return shared_event.SharedCpuEvent(flags, shared_event.SharedCounters.create())
         return CpuEvent(flags)
+
+    def event_export(self, event) -> bytes:
+        if event.shared is None:
+            return super().event_export(event)
+        return event.shared.handle()
+
+    def event_import(self, raw: bytes, flags: int):
+        from zluda_py.backends.cpu import shared_event
+        return shared_event.open_handle(raw, flags)
 
     def module_load(self, device: int, ptx_text: str, name: str = ""):
         from zluda_py.backends.cpu.module import load_module

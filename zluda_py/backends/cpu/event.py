@@ -72,6 +72,7 @@ class CpuEvent(BackendEvent):
     CU_EVENT_DISABLE_TIMING."""
 
     __slots__ = ("flags", "last")
+    shared = None       # an interprocess event's counters (shared_event.SharedCpuEvent)
 
     def __init__(self, flags: int = 0):
         self.flags = flags

@@ -326,6 +326,11 @@ class CpuStream(BackendStream):
         self.enqueue(_HostTask(fn))
 
     def record(self, event: CpuEvent) -> None:
+        shared = event.shared
+        if shared is not None:      # other processes look at it: stamp its page when this point is reached
+            seq = shared.begin_record()
+            self.enqueue(lambda: shared.complete(seq), inline=True)
+            return
         if not launchq.reached(self._ticket) and not self._busy:
             with self._lock:
                 if not self._busy:      # a point behind native launches: a ticket of the launch queue
@@ -347,6 +352,12 @@ class CpuStream(BackendStream):
         self.enqueue(c.complete, inline=True)
 
     def wait(self, event: CpuEvent) -> None:
+        shared = event.shared
+        if shared is not None:      # the last record at this call, whichever process made it
+            seq = shared.recorded()
+            if not shared.reached(seq):
+                self.enqueue(lambda: shared.wait(seq))
+            return
         c = event.last
         if c is None or c.finished():
             return
