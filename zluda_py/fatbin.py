@@ -300,6 +300,10 @@ def _read_fatbins_at(addr: int) -> list:
         if size:
             return parse_entries(_read(addr + hsize, size, "fatbin entries"), hsize)
         addr += hsize
+        # An -rdc executable's .nv_fatbin may be nothing but one empty header (its code is in the wrapper's
+        # prelinked list): what follows is another section, not a fatbin.
+        if not _mapped(addr, 4) or struct.unpack("<I", cmem.read_bytes(addr, 4, "fatbin"))[0] != FATBIN_MAGIC:
+            break
     return entries
 
 

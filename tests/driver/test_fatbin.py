@@ -138,6 +138,13 @@ def test_read_from_pointer_every_format(build):
     arr, arr_addr = _at(struct.pack("<QQ", fb_addr, 0))
     wrap2, wrap2_addr = _at(struct.pack("<IIQQ", fatbin.WRAPPER_MAGIC, 2, fb_addr, arr_addr))
     assert len(fatbin.read_image(wrap2_addr).entries) == 2
+    # an -rdc executable's .nv_fatbin can be one empty header followed by another section (module id
+    # strings): the code is in the prelinked list alone
+    lone, lone_addr = _at(struct.pack("<IHHQ", fatbin.FATBIN_MAGIC, 1, 16, 0) + b"def 1_ab12cd34_5\0")
+    wrap3, wrap3_addr = _at(struct.pack("<IIQQ", fatbin.WRAPPER_MAGIC, 2, lone_addr, arr_addr))
+    image = fatbin.read_image(wrap3_addr)
+    assert len(image.entries) == 1 and image.link_groups[0] == []
+    assert fatbin.select_ptx(image, 86) == ptx_text
 
 
 def _expect_image_error(data: bytes):
