@@ -62,6 +62,8 @@ class HostKernel:
         self.address = address
         self._param_types = info.param_types
         self.fallback = None        # a lazy module's kernel has a barrier fallback of its own
+        if address:
+            register_kernel(address, info)
 
     def __repr__(self):
         return f"<HostKernel {self.name} params={self.params}>"
@@ -135,6 +137,13 @@ class HostKernel:
             raise KernelFault("fault", _fault_message(self.name, g))
         if status != 0:
             raise KernelFault("fault", f"kernel {self.name} status {status}")
+
+
+def register_kernel(address: int, info) -> None:
+    """Make a loaded kernel launchable from device code (its address is what `mov.u64 %rd, kernel` gives)."""
+    from ptx import runtime
+    runtime.register_kernel(address, getattr(info, "shared_reserve_bytes", info.static_shared_bytes),
+                            info.frame_bytes, info.param_size)
 
 
 class LazyKernel(HostKernel):
@@ -252,6 +261,10 @@ class HostModule:
             for addr, size in self.globals.values():
                 if size:
                     runtime.library().ptx_rt_memcheck_remove(ctypes.c_uint64(addr), ctypes.c_uint64(size))
+        from ptx import runtime
+        for k in self.kernels.values():
+            if k.__dict__.get("address"):
+                runtime.unregister_kernel(k.address)
         code, self._code = self._code, None
         code.close()
         for k in self.kernels.values():

@@ -132,7 +132,9 @@ def build_kernel(module, name, fma_contract, opt_level, cpu, memcheck, global_na
     obj = host_llc.compile_object(text, host_target.cpu_name(cpu), opt_level, what)
     undefined = sorted(host_target.undefined_symbols(obj) - set(global_names))
     host_target.check_names(undefined, what)
-    meta = {"kernel": dataclasses.asdict(hir.kernels[name]), "undefined": undefined,
+    # kernels whose address it takes (device-side launches) are compiled into its object too
+    others = {n: dataclasses.asdict(k) for n, k in hir.kernels.items() if n != name}
+    meta = {"kernel": dataclasses.asdict(hir.kernels[name]), "others": others, "undefined": undefined,
             "fallback": hir.fallback.replace('@"' + FALLBACK_GLOBAL, '@"g.'),
             "resources": host_meta._estimate(kmod).get(name)}
     return meta, host_loader.link(obj, what, needs_main=True)
@@ -155,6 +157,7 @@ class LazyKernels:
         self.globals_code, self.global_names = globals_code, global_names
         self.lock = threading.RLock()
         self.codes, self.fallbacks, self.errors = [], [], {}
+        self.copies = []        # addresses of kernels compiled into another kernel's object (registered)
 
     def _ast(self):
         if self.ast is None:
@@ -202,10 +205,17 @@ class LazyKernels:
             self.codes.append(code)
             info = host_meta.kernel_info(meta["kernel"])
             host.HostKernel.__init__(kernel, kernel.module, info, code.address(info.symbol))
+            others = meta.get("others", {})
+            for other in others.values():     # this object's copies of the kernels it launches
+                oinfo = host_meta.kernel_info(other)
+                address = code.address(oinfo.symbol)
+                host.register_kernel(address, oinfo)
+                self.copies.append(address)
             if meta.get("resources"):
                 kernel.module.resources[kernel.name] = SimpleNamespace(**meta["resources"])
             if meta["fallback"]:
-                fb_meta = {"fallback": meta["fallback"], "kernels": {kernel.name: meta["kernel"]}, "globals": {}}
+                fb_meta = {"fallback": meta["fallback"], "kernels": {kernel.name: meta["kernel"], **others},
+                           "globals": {}}
                 fb = host._LazyFallback(fb_meta, code, opt_level, cpu, self.cache, key and key + "-fallback",
                                         main=self.globals_code, main_names=set(self.global_names))
                 self.fallbacks.append(fb)
@@ -215,6 +225,11 @@ class LazyKernels:
 
     def close(self):
         with self.lock:
+            if self.copies:
+                from ptx import runtime
+                for address in self.copies:
+                    runtime.unregister_kernel(address)
+                self.copies = []
             for fb in self.fallbacks:
                 fb.close()
             for code in self.codes:

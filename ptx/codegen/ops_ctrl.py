@@ -231,6 +231,9 @@ def op_call(em, ins):
         if callee is None:
             semantic(ins, f"call to undefined function {name}")
         if callee.body is None:
+            from ptx.codegen import ops_cdp     # the device runtime's functions (-rdc -lcudadevrt)
+            if ops_cdp.lower_call(em, ins, name, callee, rets, args):
+                return
             unsupported(ins, f"call to external function {name}")
         if callee.kind != "func":
             semantic(ins, f"call to a kernel {name}")

@@ -166,7 +166,16 @@ def op_mov(em, ins):
         return
     if isinstance(src, (A.Reg, A.SymbolExpr)) and not src.name.startswith("%") \
             and em.m.func_decls.get(src.name) and src.name not in em.addr_vars:
-        v = f.op(f"ptrtoint ptr @\"f.{src.name}\" to i64")
+        prefix = "f"
+        if em.m.func_decls[src.name].kind == "entry":
+            # a kernel's address is what device-side launches take (ops_cdp.py): its block function, which
+            # the CPU runtime knows by that address (ptx_rt_register_kernel)
+            from ptx.codegen.function_emitter import FunctionEmitter
+            if type(em) is not FunctionEmitter:
+                unsupported(ins, f"the address of kernel {src.name} (device-side launches run on the CPU "
+                                 "backend only)")
+            prefix = "k"
+        v = f.op(f"ptrtoint ptr @\"{prefix}.{src.name}\" to i64")
         em.write(dst, em.coerce(v, "i64", T.llvm_type(t)), t)
         return
     v = em.read(src, t)

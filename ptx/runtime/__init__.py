@@ -54,6 +54,18 @@ CALLBACKS = (
     "ptx_tex_gather",
     "ptx_tex_query",
     "ptx_surf_access",
+    # devlaunch.c: cudadevrt's device functions (ptx/codegen/ops_cdp.py)
+    "ptx_rt_cdp_param_buffer",
+    "ptx_rt_cdp_param_buffer_v2",
+    "ptx_rt_cdp_launch",
+    "ptx_rt_cdp_launch_v2",
+    "ptx_rt_cdp_stream_create",
+    "ptx_rt_cdp_stream_destroy",
+    "ptx_rt_cdp_memcpy",
+    "ptx_rt_cdp_memset",
+    "ptx_rt_cdp_last_error",
+    "ptx_rt_cdp_error_text",
+    "ptx_rt_graph_set_conditional",
 )
 
 _lock = threading.Lock()
@@ -108,6 +120,16 @@ def libcalls() -> dict[str, int]:
         if not table[i].name:
             return out
         out[table[i].name.decode()] = table[i].address
+
+
+def register_kernel(block_fn: int, static_shared: int, frame_bytes: int, param_size: int) -> None:
+    """What a device-side launch of the kernel at `block_fn` needs besides its code (ptxrt.h)."""
+    library().ptx_rt_register_kernel(ctypes.c_uint64(block_fn), ctypes.c_uint32(static_shared),
+                                     ctypes.c_uint32(frame_bytes), ctypes.c_uint32(param_size))
+
+
+def unregister_kernel(block_fn: int) -> None:
+    library().ptx_rt_unregister_kernel(ctypes.c_uint64(block_fn))
 
 
 def num_workers() -> int:

@@ -11,7 +11,8 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SOURCES = ("ptxrt.c", "libcalls.c", "memcheck.c", "texture.c", "ptxrt.h", "texture.h")
+SOURCES = ("ptxrt.c", "libcalls.c", "memcheck.c", "texture.c", "devlaunch.c", "ptxrt.h", "texture.h",
+           "devlaunch.h")
 LIBS = ["-lm"]          # libcalls.c's table holds libm's functions
 CFLAGS = ["-O2", "-shared", "-fPIC", "-pthread", "-std=gnu11", "-fvisibility=default"]
 
@@ -63,7 +64,8 @@ def _compiler() -> str:
 
 def ensure_built() -> Path:
     """The path of libptxrt-<hash>.so, compiling it first if no up-to-date copy exists."""
-    return build_library("ptxrt", [HERE / "ptxrt.c", HERE / "libcalls.c", HERE / "memcheck.c", HERE / "texture.c"], [HERE / name for name in SOURCES],
+    return build_library("ptxrt", [HERE / "ptxrt.c", HERE / "libcalls.c", HERE / "memcheck.c", HERE / "texture.c",
+                                   HERE / "devlaunch.c"], [HERE / name for name in SOURCES],
                          cflags(), _candidate_dirs(), libs=LIBS)
 
 

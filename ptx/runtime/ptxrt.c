@@ -3,6 +3,7 @@
    The ABI is ptxrt.h. Built by ptx/runtime/__init__.py with the system C compiler. */
 #define _GNU_SOURCE
 #include "ptxrt.h"
+#include "devlaunch.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -232,6 +233,7 @@ struct slot {
 struct ptx_launch_state {
     _Atomic uint32_t flags;          /* ST_* */
     _Atomic uint32_t stop;
+    struct ptxrt_cdp cdp;            /* what the grid's blocks launched (devlaunch.c) */
 };
 
 struct job {
@@ -959,10 +961,13 @@ static void teardown_cooperative(struct job *j) {
     j->stacks = NULL;
 }
 
-int32_t ptx_rt_launch_ex(ptx_block_fn fn, const uint8_t *params,
-                         uint32_t gx, uint32_t gy, uint32_t gz, uint32_t bx, uint32_t by, uint32_t bz,
-                         uint32_t static_shared, uint32_t dyn_shared, uint32_t frame_bytes,
-                         uint32_t flags) {
+/* One grid; `*work` receives what its blocks launched (devlaunch.c), for the caller to run once this
+   launch's job slot is free again. */
+static int32_t launch_grid(ptx_block_fn fn, const uint8_t *params,
+                           uint32_t gx, uint32_t gy, uint32_t gz, uint32_t bx, uint32_t by, uint32_t bz,
+                           uint32_t static_shared, uint32_t dyn_shared, uint32_t frame_bytes,
+                           uint32_t flags, uint32_t depth, struct cdp_item **work) {
+    *work = NULL;
     if (!fn || !gx || !gy || !gz || !bx || !by || !bz) return PTXRT_BAD_LAUNCH;
     pthread_once(&fault_once, fault_install);
     if (pool_init()) return PTXRT_BAD_LAUNCH;
@@ -996,6 +1001,7 @@ int32_t ptx_rt_launch_ex(ptx_block_fn fn, const uint8_t *params,
     j->L.grid_workspace = NULL;
     atomic_store(&j->st.flags, 0);
     atomic_store(&j->st.stop, 0);
+    ptxrt_cdp_begin(&j->st.cdp, depth);
     j->nblocks = (uint64_t)gx * gy * gz;
     j->shared_bytes = (uint64_t)static_shared + dyn_shared;
     j->scratch_bytes = (uint64_t)frame_bytes * ((uint64_t)bx * by * bz);
@@ -1054,6 +1060,7 @@ int32_t ptx_rt_launch_ex(ptx_block_fn fn, const uint8_t *params,
         tls_last_faulted = 1;
     }
 out:
+    *work = ptxrt_cdp_take(&j->st.cdp);
     /* a stale id here could match another launcher's thread in the fault handler */
     atomic_store_explicit(&me->tid, 0, memory_order_relaxed);
     pthread_mutex_lock(&P.job_mu);
@@ -1063,6 +1070,26 @@ out:
     if (serial) pthread_mutex_unlock(&P.serial_mu);
     return status;
 }
+
+int32_t ptxrt_launch_nested(ptx_block_fn fn, const uint8_t *params, uint32_t gx, uint32_t gy, uint32_t gz,
+                            uint32_t bx, uint32_t by, uint32_t bz, uint32_t static_shared,
+                            uint32_t dyn_shared, uint32_t frame_bytes, uint32_t flags, uint32_t depth) {
+    struct cdp_item *work;
+    int32_t status = launch_grid(fn, params, gx, gy, gz, bx, by, bz, static_shared, dyn_shared, frame_bytes,
+                                 flags, depth, &work);
+    /* the grid counts as complete once what it launched has run: that runs here, after it */
+    return work ? ptxrt_cdp_run(work, status, depth, flags) : status;
+}
+
+int32_t ptx_rt_launch_ex(ptx_block_fn fn, const uint8_t *params,
+                         uint32_t gx, uint32_t gy, uint32_t gz, uint32_t bx, uint32_t by, uint32_t bz,
+                         uint32_t static_shared, uint32_t dyn_shared, uint32_t frame_bytes,
+                         uint32_t flags) {
+    return ptxrt_launch_nested(fn, params, gx, gy, gz, bx, by, bz, static_shared, dyn_shared, frame_bytes,
+                               flags, 0);
+}
+
+struct ptxrt_cdp *ptxrt_cdp_of(ptx_worker *W) { return &W->state->cdp; }
 
 void ptx_rt_reserve(int32_t delta) {
     if (delta > 0)

@@ -158,6 +158,37 @@ void     ptx_rt_memcheck(const ptx_launch *L, ptx_worker *W, uint64_t addr, uint
                          const char *fn, const char *file, uint32_t tx, uint32_t ty, uint32_t tz,
                          uint32_t cx, uint32_t cy, uint32_t cz);
 
+/* CUDA dynamic parallelism (CDP2, programs built with -rdc -lcudadevrt; devlaunch.c). Kernel code calls
+   these for cudadevrt's device functions (ptx/codegen/ops_cdp.py); `func` is a kernel's block function
+   (what `mov.u64 %rd, kernel` gives), registered with its sizes when its code was loaded.
+   Semantics: a grid's device-side work (child grids, device cudaMemcpyAsync/cudaMemsetAsync) runs after
+   the grid's last block, in the order it was launched, each child with everything it launched in turn
+   before the next one starts; cudaStreamTailLaunch grids run after all of that. This is one order among
+   those CUDA allows (a child may start any time after its launch and must finish before its parent
+   counts as complete; streams order only their own work), so kernels that do not rely on a child running
+   while they wait for it get the GPU's results. A fault in a child is the launch's fault. Errors are
+   the cudaError_t values CUDA's device runtime returns; the last one is kept per grid. */
+#define PTXRT_CDP_MAX_DEPTH 24      /* cudaLimitDevRuntimeSyncDepth's ceiling: deeper launches fail (65) */
+void    *ptx_rt_cdp_param_buffer(ptx_worker *W, uint64_t alignment, uint64_t size);
+void    *ptx_rt_cdp_param_buffer_v2(ptx_worker *W, uint64_t func, const uint32_t grid[3],
+                                    const uint32_t block[3], uint32_t shared);
+int32_t  ptx_rt_cdp_launch(ptx_worker *W, uint64_t func, void *buffer, const uint32_t grid[3],
+                           const uint32_t block[3], uint32_t shared, uint64_t stream);
+int32_t  ptx_rt_cdp_launch_v2(ptx_worker *W, void *buffer, uint64_t stream);
+int32_t  ptx_rt_cdp_stream_create(ptx_worker *W, uint64_t *stream, uint32_t flags);
+int32_t  ptx_rt_cdp_stream_destroy(ptx_worker *W, uint64_t stream);
+int32_t  ptx_rt_cdp_memcpy(ptx_worker *W, uint64_t dst, uint64_t src, uint64_t n, uint32_t kind, uint64_t stream);
+int32_t  ptx_rt_cdp_memset(ptx_worker *W, uint64_t dst, uint32_t value, uint64_t n, uint64_t stream);
+int32_t  ptx_rt_cdp_last_error(ptx_worker *W, uint32_t clear);   /* cudaGetLastError / cudaPeekAtLastError */
+const char *ptx_rt_cdp_error_text(int32_t error, uint32_t name); /* cudaGetErrorString / cudaGetErrorName */
+/* cudaGraphSetConditional: a conditional handle is the address of the 32-bit value the graph reads */
+void     ptx_rt_graph_set_conditional(uint64_t handle, uint32_t value);
+/* What a device-side launch needs of a kernel besides its code; ptx.host registers each kernel it loads
+   (again for each copy of a kernel compiled into another's object) and unregisters it when unloaded. */
+void     ptx_rt_register_kernel(uint64_t func, uint32_t static_shared, uint32_t frame_bytes,
+                                uint32_t param_size);
+void     ptx_rt_unregister_kernel(uint64_t func);
+
 /* Environment: PTXRT_THREADS=n (workers; default: the usable cores, i.e. the affinity mask capped by
    a cgroup v2 CPU quota), PTXRT_SPIN_US=us (how long idle workers spin before parking, default 200),
    PTXRT_FIBER_STACK=bytes (cooperative launches). */
