@@ -150,17 +150,19 @@ def _begin(pt, h, mode, graph=None, deps=()):
 
 def _end(pt, h, out):
     s = resolve_stream(h, pt, check_sticky=False)
-    if not out:
-        raise CudaError(CUDA_ERROR_INVALID_VALUE, "phGraph is NULL")
     with _lock:
         rec = s.capture
+        # a capture into the caller's graph (cuStreamBeginCaptureToGraph) needs no graph handed back
+        if not out and (rec is None or rec.capture.owns_graph):
+            raise CudaError(CUDA_ERROR_INVALID_VALUE, "phGraph is NULL")
         if rec is None:
             raise CudaError(CUDA_ERROR_ILLEGAL_STATE, "the stream is not capturing")
         cap = rec.capture
         if cap.origin is not s:
             raise CudaError(CUDA_ERROR_STREAM_CAPTURE_UNMATCHED, "capture must end on the stream that began it")
         cap.end()
-    cmem.write_ptr(out, cap.graph.handle)
+    if out:
+        cmem.write_ptr(out, cap.graph.handle)
 
 
 export("cuStreamBeginCapture")(lambda h: _begin(False, h, MODE_GLOBAL))

@@ -126,6 +126,9 @@ class GraphExec:
         handles.new(self)
 
     def launch(self, stream) -> None:
+        if any(n.kind == 13 for n in self.steps):      # CU_GRAPH_NODE_TYPE_CONDITIONAL
+            from zluda_py.driver import graph_cond
+            graph_cond.assign_defaults(self.steps, stream)
         for node in self.steps:
             if node not in self.disabled:
                 node.replay(stream)
