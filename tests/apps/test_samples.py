@@ -99,10 +99,12 @@ def _elf_section(path: Path, name: str) -> bytes | None:
     return None
 
 
-def _fatbin_entries(blob: bytes) -> list[tuple[int, int, int]]:
-    """(kind, sm, flags) of every entry of every fatbin header in a .nv_fatbin section (layout: fatbin.md)."""
+def _fatbin_entries(blob: bytes, headers: int = 1 << 30) -> list[tuple[int, int, int]]:
+    """(kind, sm, flags) of every entry of the first `headers` fatbin headers in a .nv_fatbin section (layout:
+    fatbin.md)."""
     out, off = [], 0
-    while off + 16 <= len(blob):
+    while off + 16 <= len(blob) and headers > 0:
+        headers -= 1
         magic, _version, header_size, size = struct.unpack_from("<IHHQ", blob, off)
         if magic != 0xBA55ED50:
             break
@@ -130,6 +132,10 @@ def test_flavour_images(built_samples, flavour):
         blob = _elf_section(built_samples / flavour / name, ".nv_fatbin")
         assert blob, f"{flavour}/{name} has no .nv_fatbin section"
         entries = _fatbin_entries(blob)
+        if "-rdc=true" in (SAMPLES_DIR / f"{name}.cu").read_text().split("\n", 1)[0]:
+            # relocatable device code: .nv_fatbin holds the device-linked SASS (or nothing); the sample's own
+            # fatbin comes first in __nv_relfatbin, then libcudadevrt's
+            entries += _fatbin_entries(_elf_section(built_samples / flavour / name, "__nv_relfatbin"), headers=1)
         ptx = [e for e in entries if e[0] == PTX_KIND]
         elf = [e for e in entries if e[0] == ELF_KIND]
         assert ptx, f"{flavour}/{name}: no PTX entry in {entries}"
