@@ -63,6 +63,16 @@ def _count(em, ins, op):
     return em.f.op(f"zext i32 {em.read(op, 'u32')} to i64")
 
 
+def complete_tx(em, ins, addr_op, nbytes):
+    """An async copy's completion: `nbytes` (i64) of the barrier's transaction count are done."""
+    _update(em, ins, addr_op, tx_sub=nbytes)
+
+
+def arrive(em, ins, addr_op):
+    """One arrival on the barrier (the arrive-on of cp.async.mbarrier.arrive.noinc)."""
+    _update(em, ins, addr_op, arrivals="1")
+
+
 @handles("mbarrier")
 def op_mbarrier(em, ins):
     mods = ins.mods

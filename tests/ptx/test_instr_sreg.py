@@ -224,3 +224,45 @@ def test_reserved_shared_memory(dyn, rng):
     assert set(out[:, 13].tolist()) <= {int((q[1] + 2) & 0xFFFFFFFF), int((q[34] + 2) & 0xFFFFFFFF)}
     if dyn >= 256:
         K.check_equal(out[:, 14], ((nb + 3) & 0xFFFFFFFF).astype(np.uint32), [], "dynamic shared neighbour")
+
+
+# %envreg0..31 are driver-defined: each reads one value for the whole launch. %globaltimer_lo/_hi are the
+# halves of %globaltimer: a read of the whole between two reads of the halves bounds them.
+_envs = "\n".join(f"mov.u32 %v, %envreg{k};\nst.global.u32 [%p+{4 * k}], %v;" for k in range(32))
+KS.add("envregs_timer", f"""
+.visible .entry envregs_timer(.param .u64 out)
+{{
+.reg .u32 %v, %lo0, %hi0, %lo1, %hi1, %t;
+.reg .u64 %p, %off, %g;
+mov.u32 %t, %tid.x; mov.u32 %v, %ctaid.x; mov.u32 %lo0, %ntid.x; mad.lo.u32 %t, %v, %lo0, %t;
+mul.wide.u32 %off, %t, 152;
+ld.param.u64 %p, [out]; cvta.to.global.u64 %p, %p; add.u64 %p, %p, %off;
+{_envs}
+mov.u32 %hi0, %globaltimer_hi;
+mov.u32 %lo0, %globaltimer_lo;
+mov.u64 %g, %globaltimer;
+mov.u32 %hi1, %globaltimer_hi;
+mov.u32 %lo1, %globaltimer_lo;
+st.global.u32 [%p+128], %lo0; st.global.u32 [%p+132], %hi0;
+st.global.u64 [%p+136], %g;
+st.global.u32 [%p+144], %lo1; st.global.u32 [%p+148], %hi1;
+ret;
+}}
+""")
+
+
+def test_envregs_and_globaltimer_halves(rng):
+    blocks, block = 3, 40
+    n = blocks * block
+    out = K.poison((n, 38), np.uint32, rng)
+    K.launch(KS.kernel("envregs_timer"), blocks, block, [out])
+    env = out[:, :32]
+    assert (env == env[0]).all(), "every %envreg reads one value for the whole launch"
+    lo0, hi0 = out[:, 32].astype(np.uint64), out[:, 33].astype(np.uint64)
+    g = np.ascontiguousarray(out[:, 34:36]).view(np.uint64)[:, 0]
+    lo1, hi1 = out[:, 36].astype(np.uint64), out[:, 37].astype(np.uint64)
+    assert (g > 0).all()
+    assert ((hi0 == g >> np.uint64(32)) | (hi1 == g >> np.uint64(32))).all(), "%globaltimer_hi is its upper half"
+    same = hi0 == hi1
+    assert ((lo0 <= (g & np.uint64(0xFFFFFFFF))) | ~same).all() and \
+           (((g & np.uint64(0xFFFFFFFF)) <= lo1) | ~same).all(), "%globaltimer_lo is its lower half"
