@@ -8,6 +8,11 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+extern int ptxrt_mc_on;              /* memcheck.c: ZLUDA_MEMCHECK is on */
+void ptx_rt_memcheck_remove_base(uint64_t base);
 
 /* cudaError_t values the device runtime answers with */
 enum {
@@ -145,6 +150,9 @@ static struct cdp_item *item_new(uint32_t kind, uint64_t size, uint64_t align)
     it->params = (uint8_t *)mem + head;
     it->size = (uint32_t)size;
     memcpy(it->params - sizeof(void *), &it, sizeof it);
+    /* kernel code writes the parameters: under ZLUDA_MEMCHECK the buffer is memory it may write */
+    if (size && __atomic_load_n(&ptxrt_mc_on, __ATOMIC_ACQUIRE))
+        ptx_rt_memcheck_add((uint64_t)(uintptr_t)it->params, size, PTXRT_MC_HEAP);
     return it;
 }
 
@@ -158,8 +166,26 @@ static struct cdp_item *item_of(void *params)
 
 static void item_free(struct cdp_item *it)
 {
+    if (it->size && __atomic_load_n(&ptxrt_mc_on, __ATOMIC_ACQUIRE))
+        ptx_rt_memcheck_remove_base((uint64_t)(uintptr_t)it->params);
     it->magic = 0;
     free(it->mem);
+}
+
+/* Whether [p, p + n) is mapped: a device-side copy runs outside kernel code, where a wild address would
+   end the process instead of the launch. */
+static int mapped(uint64_t p, uint64_t n)
+{
+    static const size_t chunk = 256;
+    unsigned char vec[256];
+    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), a = p & ~(page - 1), end = p + n;
+    if (end < p) return 0;
+    while (a < end) {
+        uint64_t len = end - a < chunk * page ? end - a : chunk * page;
+        if (mincore((void *)(uintptr_t)a, len, vec) != 0) return 0;
+        a += chunk * page;
+    }
+    return 1;
 }
 
 static void lock(struct ptxrt_cdp *c) { while (atomic_flag_test_and_set_explicit(&c->lock, memory_order_acquire)) {} }
@@ -234,10 +260,12 @@ int32_t ptxrt_cdp_run(struct cdp_item *work, int32_t status, uint32_t depth, uin
                                              it->grid[1], it->grid[2], it->block[0], it->block[1], it->block[2],
                                              it->static_shared, it->dyn_shared, it->frame_bytes,
                                              flags & PTXRT_RESERVED, depth + 1);
-            else if (it->kind == ITEM_COPY)
+            else if (it->kind == ITEM_COPY && mapped(it->dst, it->n) && mapped(it->src, it->n))
                 memmove((void *)(uintptr_t)it->dst, (const void *)(uintptr_t)it->src, it->n);
-            else
+            else if (it->kind == ITEM_FILL && mapped(it->dst, it->n))
                 memset((void *)(uintptr_t)it->dst, (int)it->src, it->n);
+            else
+                status = PTXRT_FAULT;       /* as a GPU's copy engine reports an illegal address */
         }
         item_free(it);
     }

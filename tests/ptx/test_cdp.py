@@ -324,3 +324,113 @@ def test_runtime_symbols_resolve():
     lib.ptx_rt_cdp_error_text.restype = ctypes.c_char_p
     assert lib.ptx_rt_cdp_error_text(65, 1) == b"cudaErrorLaunchMaxDepthExceeded"
     assert lib.ptx_rt_cdp_error_text(12345, 0) == b"unrecognized error code"
+
+
+# --- device-side copies and fills, in stream order with kernels --------------------------------------------
+COPIES = HEAD + r"""
+.extern .func (.param .b32 func_retval0) __cudaCDP2MemcpyAsync(.param .b64 d, .param .b64 s, .param .b64 n,
+    .param .b32 kind, .param .b64 stream);
+.extern .func (.param .b32 func_retval0) __cudaCDP2MemsetAsync(.param .b64 d, .param .b32 v, .param .b64 n,
+    .param .b64 stream);
+
+// dst[i] += 1 for i < n: behind the copy in the same stream, it sees the copied bytes
+.visible .entry inc(.param .u64 dst, .param .u32 n)
+{
+    .reg .pred %p;
+    .reg .b32 %r<4>;
+    .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [dst];
+    ld.param.u32 %r1, [n];
+    mov.u32 %r2, 0;
+LOOP:
+    setp.ge.u32 %p, %r2, %r1;
+    @%p bra DONE;
+    mul.wide.u32 %rd2, %r2, 4;
+    add.u64 %rd3, %rd1, %rd2;
+    ld.global.u32 %r3, [%rd3];
+    add.u32 %r3, %r3, 1;
+    st.global.u32 [%rd3], %r3;
+    add.u32 %r2, %r2, 1;
+    bra LOOP;
+DONE:
+    ret;
+}
+
+// copy n words src -> dst, then inc(dst); fill `fill` with byte v; results of the calls at res
+.visible .entry copies(.param .u64 dst, .param .u64 src, .param .u32 n, .param .u64 fill, .param .u32 v,
+                       .param .u64 fill_n, .param .u64 res)
+{
+    .reg .pred %nobuf;
+    .reg .b32 %r<4>, %err;
+    .reg .b64 %rd<10>, %fn, %buf;
+    ld.param.u64 %rd1, [dst];
+    ld.param.u64 %rd2, [src];
+    ld.param.u32 %r1, [n];
+    ld.param.u64 %rd3, [fill];
+    ld.param.u32 %r2, [v];
+    ld.param.u64 %rd4, [fill_n];
+    ld.param.u64 %rd5, [res];
+    mul.wide.u32 %rd6, %r1, 4;
+    {
+    .param .b64 a; st.param.b64 [a], %rd1;
+    .param .b64 b; st.param.b64 [b], %rd2;
+    .param .b64 c; st.param.b64 [c], %rd6;
+    .param .b32 d; st.param.b32 [d], 3;
+    .param .b64 e; st.param.b64 [e], 0;
+    .param .b32 rv;
+    call.uni (rv), __cudaCDP2MemcpyAsync, (a, b, c, d, e);
+    ld.param.b32 %r3, [rv];
+    }
+    st.global.u32 [%rd5], %r3;
+""" + launch("inc", "1", "1", [(0, "u64", "%rd1"), (8, "u32", "%r1")]) + r"""
+    st.global.u32 [%rd5+4], %err;
+    {
+    .param .b64 a; st.param.b64 [a], %rd3;
+    .param .b32 b; st.param.b32 [b], %r2;
+    .param .b64 c; st.param.b64 [c], %rd4;
+    .param .b64 e; st.param.b64 [e], 0;
+    .param .b32 rv;
+    call.uni (rv), __cudaCDP2MemsetAsync, (a, b, c, e);
+    ld.param.b32 %r3, [rv];
+    }
+    st.global.u32 [%rd5+8], %r3;
+    // a direction that does not exist
+    {
+    .param .b64 a; st.param.b64 [a], %rd1;
+    .param .b64 b; st.param.b64 [b], %rd2;
+    .param .b64 c; st.param.b64 [c], 4;
+    .param .b32 d; st.param.b32 [d], 9;
+    .param .b64 e; st.param.b64 [e], 0;
+    .param .b32 rv;
+    call.uni (rv), __cudaCDP2MemcpyAsync, (a, b, c, d, e);
+    ld.param.b32 %r3, [rv];
+    }
+    st.global.u32 [%rd5+12], %r3;
+    ret;
+}
+"""
+
+
+def test_device_copies_and_fills(tmp_path):
+    from ptx.errors import KernelFault
+    rng = np.random.default_rng()
+    m = ptx.compile(COPIES, cache_dir=str(tmp_path))
+    n, fill_n = int(rng.integers(1, 3000)), int(rng.integers(1, 5000))
+    src = rng.integers(0, 2**32, n, dtype=np.uint32)
+    dst = np.full(n + 8, 0xDEADBEEF, np.uint32)
+    fill = np.full(fill_n + 16, 0x77, np.uint8)
+    v = int(rng.integers(0, 2**32))
+    res = np.full(4, 0xDEADBEEF, np.uint32)
+    m.kernel("copies").launch(1, 1, [dst, src, n, fill, v, fill_n, res])
+    np.testing.assert_array_equal(res, [0, 0, 0, 21])      # 21: cudaErrorInvalidMemcpyDirection
+    want = np.full(n + 8, 0xDEADBEEF, np.uint32)
+    want[:n] = src + np.uint32(1)
+    np.testing.assert_array_equal(dst, want)
+    want_fill = np.full(fill_n + 16, 0x77, np.uint8)
+    want_fill[:fill_n] = v & 0xFF
+    np.testing.assert_array_equal(fill, want_fill)
+    # a copy to an address nothing is mapped at ends the launch as an illegal address would
+    with pytest.raises(KernelFault) as e:
+        m.kernel("copies").launch(1, 1, [0x10, src, n, fill, v, fill_n, res])
+    assert e.value.kind == "fault"
+    m.close()
