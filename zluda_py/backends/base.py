@@ -171,6 +171,11 @@ class Backend(ABC):
     def mem_trim(self) -> None:
         """Give memory cached after frees back to the host (cuMemPoolTrimTo, context teardown)."""
 
+    def graph_memory(self):
+        """Address ranges with physical blocks mapped into them at will (reserve/release/block/map/unmap, as
+        backends/cpu/graph_memory.py), for graph allocations; None: each range has memory of its own."""
+        return None
+
     def host_register(self, ptr: int, size: int) -> int:
         """Make host memory device-accessible; returns the device address for it."""
         return ptr

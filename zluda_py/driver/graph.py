@@ -287,6 +287,12 @@ def _event(h):
     return event_from_handle(h)
 
 
+def _mem():
+    """Graph memory nodes (graph_mem.py imports this module): their rules at the points they apply."""
+    from zluda_py.driver import graph_mem
+    return graph_mem
+
+
 # --- graphs ---------------------------------------------------------------------------------------------
 @export("cuGraphCreate")
 def graph_create(ph, flags):
@@ -300,7 +306,9 @@ def graph_create(ph, flags):
 
 @export("cuGraphDestroy")
 def graph_destroy(h):
-    graph_from_handle(h).destroy()
+    g = graph_from_handle(h)
+    _mem().on_graph_destroy(g)
+    g.destroy()
 
 
 @export("cuGraphClone")
@@ -308,6 +316,7 @@ def graph_clone(ph, h):
     g = graph_from_handle(h)
     if not ph:
         raise CudaError(CUDA_ERROR_INVALID_VALUE, "phGraphClone is NULL")
+    _mem().forbid(g, "cloned")
     copy, mapping = g.clone()
     copy.origin = mapping
     cmem.write_ptr(ph, copy.handle)
@@ -369,7 +378,9 @@ def graph_add_empty_node(ph, hgraph, deps, ndeps):
 @export("cuGraphAddChildGraphNode")
 def graph_add_child_graph_node(ph, hgraph, deps, ndeps, child):
     graph_from_handle(hgraph)
+    _mem().forbid(graph_from_handle(child), "a child graph")
     copy = graph_from_handle(child).clone()[0]
+    copy.embedded = True        # no memory nodes may be added to it
     _add(ph, hgraph, deps, ndeps, Node(GRAPH, _replay_child, graph=copy))
 
 
@@ -535,6 +546,8 @@ export("cuGraphNodeGetDependentNodes_v2")(
 
 def _change_dependencies(hgraph, from_ptr, to_ptr, count, add: bool):
     g = graph_from_handle(hgraph)
+    if not add:
+        _mem().forbid(g, "given fewer dependencies")
     sources, targets = read_nodes(from_ptr, count, "from"), read_nodes(to_ptr, count, "to")
     for a, b in zip(sources, targets):
         if a.graph is not g or b.graph is not g or a is b:
@@ -560,6 +573,7 @@ def graph_destroy_node(hnode):
     n = node_from_handle(hnode)
     g = n.graph
     if g is not None:
+        _mem().forbid(g, "given fewer nodes")
         g.nodes.remove(n)
         for m in g.nodes:
             if n in m.deps:
@@ -589,7 +603,13 @@ def _instantiate(ph, hgraph, flags):
         raise CudaError(CUDA_ERROR_INVALID_VALUE, "phGraphExec is NULL")
     if g.capturing is not None:
         raise CudaError(CUDA_ERROR_INVALID_VALUE, "the graph is being captured into")
-    cmem.write_ptr(ph, GraphExec(g, flags).handle)
+    ex = GraphExec(g, flags)
+    try:
+        _mem().on_instantiate(g, ex)
+    except CudaError:
+        ex.destroy()
+        raise
+    cmem.write_ptr(ph, ex.handle)
 
 
 @export("cuGraphInstantiate", "cuGraphInstantiate_v2")
@@ -627,7 +647,9 @@ def graph_instantiate_with_params(ph, hgraph, params):
 
 @export("cuGraphExecDestroy")
 def graph_exec_destroy(h):
-    exec_from_handle(h).destroy()
+    ex = exec_from_handle(h)
+    _mem().on_exec_destroy(ex)
+    ex.destroy()
 
 
 @export("cuGraphExecGetFlags")
@@ -638,13 +660,17 @@ def graph_exec_get_flags(h, out):
 @export("cuGraphLaunch")
 def graph_launch(h, hstream):
     ex = exec_from_handle(h)
-    ex.launch(resolve_stream(hstream))
+    s = resolve_stream(hstream)
+    _mem().before_launch(ex, s)
+    ex.launch(s)
 
 
 @export("cuGraphLaunch_ptsz")
 def graph_launch_ptsz(h, hstream):
     ex = exec_from_handle(h)
-    ex.launch(resolve_stream(hstream, True))
+    s = resolve_stream(hstream, True)
+    _mem().before_launch(ex, s)
+    ex.launch(s)
 
 
 @export("cuGraphUpload")

@@ -11,8 +11,7 @@ from zluda_py.errors import CudaError, CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_NOT_
 _UNION = 16                  # CUgraphNodeParams: type, reserved0[3], then the union
 _MEMCPY3D = 16               # CUDA_MEMCPY_NODE_PARAMS: flags, reserved, copyCtx, then the CUDA_MEMCPY3D
 _CHILD_MOVE = 1              # CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE
-_NAMES = {8: "external semaphore signal", 9: "external semaphore wait", 10: "memory allocation",
-          11: "memory free", 12: "batch memory operation"}
+_NAMES = {8: "external semaphore signal", 9: "external semaphore wait", 12: "batch memory operation"}
 
 
 def _node(g, deps, params: int):
@@ -38,6 +37,9 @@ def _node(g, deps, params: int):
         return G.Node(G.WAIT_EVENT, G._replay_event_wait, event=G._event(cmem.read_u64(u, "eventWait.event")))
     if kind == G.EVENT_RECORD:
         return G.Node(G.EVENT_RECORD, G._replay_event_record, event=G._event(cmem.read_u64(u, "eventRecord.event")))
+    if kind in (G.MEM_ALLOC, G.MEM_FREE):
+        from zluda_py.driver import graph_mem       # added here, like a conditional node
+        return graph_mem.add_node(g, deps, kind, u)
     if kind == graph_cond.CONDITIONAL:
         return graph_cond.add_conditional_node(g, deps, u)      # added here: it writes the body graphs out
     if kind in _NAMES:

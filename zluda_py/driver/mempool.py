@@ -10,7 +10,7 @@ import threading
 
 from zluda_py import cmem, handles
 from zluda_py.dispatch import export
-from zluda_py.driver import init
+from zluda_py.driver import graph_mem, init
 from zluda_py.driver.allocations import INDEX, Allocation
 from zluda_py.driver.device import device_props
 from zluda_py.driver.stream import resolve_stream
@@ -250,11 +250,15 @@ def _alloc_async(per_thread, dptr, size, pool, hstream):
     s = resolve_stream(hstream, per_thread)
     if not dptr:
         raise CudaError(CUDA_ERROR_INVALID_VALUE, "dptr is NULL")
+    if s.capture is not None:       # captured: an allocation node, owned by the graph
+        return graph_mem.capture_alloc(s, dptr, size, pool.device)
     cmem.write_ptr(dptr, pool.alloc(s.ctx, size).base)
 
 
 def _free_async(per_thread, dptr, hstream):
     s = resolve_stream(hstream, per_thread)
+    if s.capture is not None:       # captured: a free node of a graph allocation
+        return graph_mem.capture_free(s, dptr)
     a = INDEX.at_base(dptr)
     if a is None or a.kind not in ("pool", "device") or a.freeing:
         raise CudaError(CUDA_ERROR_INVALID_VALUE, f"{dptr:#x} is not a live device allocation")

@@ -18,6 +18,7 @@ class CpuBackend(Backend):
     def __init__(self):
         self.memory = HostMemory()
         self._devices = None
+        self._graph_memory = None
         self.mem_alloc = self.memory.device_alloc    # one Python call less on cuMemAlloc's path
         self.mem_free = self.memory.free            # and on cuMemFree's
 
@@ -49,6 +50,12 @@ class CpuBackend(Backend):
 
     def mem_info(self, device: int) -> tuple[int, int]:
         return self.memory.info()
+
+    def graph_memory(self):
+        if self._graph_memory is None:
+            from zluda_py.backends.cpu.graph_memory import HostGraphMemory
+            self._graph_memory = HostGraphMemory()
+        return self._graph_memory
 
     def stream_create(self, device: int, flags: int = 0, priority: int = 0) -> CpuStream:
         return CpuStream(flags, priority)
