@@ -15,7 +15,7 @@ NAME = '@"ptx.tensor_copy"'
 def call(em, mode, tmap, box, box_addr, store, coords, offsets=("0", "0", "0")):
     """Copy one box; the returned i64 is the box's size in bytes, or -1 when `tmap` is no map of `mode`."""
     em.m.add_helper(NAME, _helper())
-    gbase = em.int_to_ptr("0")
+    gbase = em.space_ptr("0", "global")
     args = [("ptr", tmap), ("ptr", box), ("i64", box_addr), ("ptr", gbase), ("i32", "1" if store else "0"),
             ("i32", str(mode))]
     args += [("i32", c) for c in coords] + [("i32", o) for o in offsets]
@@ -33,16 +33,19 @@ def _helper():
         return L(f"{ext} {ty} {v} to i64") if ext else v
 
     def loop(n, body):
-        """for (i = 0; i < n; i++) body(i), with i in an alloca (mem2reg makes it a phi)."""
-        slot = f.alloca("i64")
-        f.emit(f"store i64 0, ptr {slot}")
-        head, step, done = f.new_label("head"), f.new_label("body"), f.new_label("done")
+        """for (i = 0; i < n; i++) body(i), its counter a phi (no alloca: AMDGPU wants those in
+        addrspace(5))."""
+        pre, head, step, latch, done = (f.new_label(x) for x in ("pre", "head", "body", "latch", "done"))
+        f.label(pre)
+        f.term(f"br label %{head}")
         f.label(head)
-        i = L(f"load i64, ptr {slot}")
+        i, nxt = f.tmp(), f.tmp()
+        f.emit(f"{i} = phi i64 [ 0, %{pre} ], [ {nxt}, %{latch} ]")
         f.term(f"br i1 {L(f'icmp ult i64 {i}, {n}')}, label %{step}, label %{done}")
         f.label(step)
         body(i)
-        f.emit(f"store i64 {L(f'add i64 {i}, 1')}, ptr {slot}")
+        f.label(latch)
+        f.emit(f"{nxt} = add i64 {i}, 1")
         f.term(f"br label %{head}")
         f.label(done)
 
