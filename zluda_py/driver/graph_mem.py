@@ -157,9 +157,6 @@ class Region:
     def give_back(self, a) -> None:
         with _lock:
             self.end_allocation(None)
-            b = self.block
-            if b is not None:
-                b.done = True
 
     def discard(self, a) -> None:
         """Its context went away."""
@@ -179,7 +176,10 @@ class Region:
         self.alloc.freeing = False
 
     def end_allocation(self, stream) -> None:
-        """The allocation ends at this point of `stream` (None: now)."""
+        """The allocation ends at this point of `stream` (None: now); nothing when none is live (a context
+        torn down discards every range it made)."""
+        if not self.live:
+            return
         self.live = False
         self.alloc.freeing = True
         b = self.block
