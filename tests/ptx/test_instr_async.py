@@ -519,3 +519,38 @@ def test_tensor_copy_of_no_map_traps(rng):
     with pytest.raises(Exception, match="(?i)trap"):
         K.launch(KS.kernel("tile_load_2d"), 1, 128,
                  [out, junk, _coords_buf([0, 0]), np.uint32(512), np.uint32(0), np.uint32(len(out))])
+
+
+# the spellings and operands compilers emit: .shared::cta, prefetch sizes, a cache policy after the sizes
+KS.add("cp_hints", """
+.visible .entry cp_hints(.param .u64 out, .param .u64 src, .param .u64 sizes)
+{
+.reg .u64 %o, %s, %sz, %a, %off, %pol;
+.reg .u32 %t, %sh, %ss, %v0, %v1, %v2, %v3;
+.shared .align 16 .b8 buf[4096];
+mov.u32 %t, %tid.x;
+ld.param.u64 %o, [out]; ld.param.u64 %s, [src]; ld.param.u64 %sz, [sizes];
+mul.wide.u32 %off, %t, 4; add.u64 %a, %sz, %off; ld.global.u32 %ss, [%a];
+mul.wide.u32 %off, %t, 32; add.u64 %a, %s, %off;
+mov.u32 %sh, buf; mad.lo.u32 %sh, %t, 32, %sh;
+createpolicy.fractional.L2::evict_last.b64 %pol, 1.0;
+cp.async.cg.shared::cta.global.L2::cache_hint.L2::128B [%sh], [%a], 16, %ss, %pol;
+cp.async.ca.shared.global.L2::cache_hint [%sh+16], [%a+16], 16, %pol;
+cp.async.commit_group;
+cp.async.wait_all;
+add.u64 %a, %o, %off;
+ld.shared.v4.u32 {%v0, %v1, %v2, %v3}, [%sh]; st.global.v4.u32 [%a], {%v0, %v1, %v2, %v3};
+ld.shared.v4.u32 {%v0, %v1, %v2, %v3}, [%sh+16]; st.global.v4.u32 [%a+16], {%v0, %v1, %v2, %v3};
+ret;
+}""")
+
+
+def test_cp_async_cache_hints(rng):
+    n = 64
+    src = rng.integers(0, 256, n * 32, dtype=np.uint8)
+    sizes = rng.integers(0, 17, n).astype(np.uint32)
+    out = K.poison((n, 32), np.uint8, rng)
+    K.launch(KS.kernel("cp_hints"), 1, n, [out, src, sizes])
+    want = src.reshape(n, 32).copy()
+    want[:, :16][np.arange(16)[None, :] >= sizes[:, None]] = 0
+    K.check_equal(out, want, [], "cp.async with a cache policy")
