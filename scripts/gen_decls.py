@@ -3,6 +3,8 @@
 strings) from the CUDA toolkit's headers. Needs gcc and the headers; the JSON it writes is what ships.
 
     python3 scripts/gen_decls.py [--cuda /usr/local/cuda] [--out zluda_py/cuda_decls.json]
+    python3 scripts/gen_decls.py --wheels 13.5     # the headers of NVIDIA's pip wheels of that release
+                                                   # (nvidia-cuda-runtime, nvidia-cuda-profiler-api)
 """
 
 import argparse
@@ -16,7 +18,7 @@ import tempfile
 HEADERS = ["cuda.h", "cudaProfiler.h", "cudaGL.h", "cudaEGL.h", "cudaVDPAU.h"]
 TYPEDEF_HEADERS = ["cudaTypedefs.h", "cudaProfilerTypedefs.h", "cudaGLTypedefs.h", "cudaEGLTypedefs.h",
                    "cudaVDPAUTypedefs.h"]
-EXPECTED_EXPORTS = 672  # what NVIDIA's libcuda.so.1 for CUDA 13.0 exports
+EXPECTED_EXPORTS = 723  # the CUresult cu*() prototypes of CUDA 13.5's headers (13.0's: 672)
 
 # What NVIDIA's driver answers through cuGetErrorString. The header's doc comments are sentences; the
 # driver returns short phrases, which cannot all be derived mechanically, so the well-known ones are
@@ -225,6 +227,21 @@ def classify_types(cuda_inc: str, ctypes):
     return abi, info
 
 
+def _struct_body(text: str, tag: str):
+    """The member text of `typedef struct|union [name] { ... } tag;` (nested unions and structs
+    included), or None."""
+    for m in re.finditer(r"\}\s*" + re.escape(tag) + r"\s*;", text):
+        depth, i = 0, m.start()
+        while i >= 0:
+            depth += {"}": 1, "{": -1}.get(text[i], 0)
+            if depth == 0:
+                break
+            i -= 1
+        if i >= 0 and re.search(r"typedef\s+(struct|union)\s+\w*\s*$", text[max(0, i - 200):i]):
+            return text[i + 1:m.start()]
+    return None
+
+
 def check_struct_abi(cuda_inc: str, text: str, struct_types):
     """The shim declares a struct-by-value parameter as an opaque block of the same size. For 16 bytes or
     less the x86-64 ABI passes it in registers by member class, so those must hold no float/double."""
@@ -233,13 +250,14 @@ def check_struct_abi(cuda_inc: str, text: str, struct_types):
         if size > 16:
             continue
         tag = t.replace("const ", "").strip()
-        m = re.search(r"typedef\s+(struct|union)\s+(\w*)\s*\{([^{}]*)\}\s*" + re.escape(tag) + r"\s*;", text)
-        if not m:
+        body = _struct_body(text, tag)
+        if body is None:
             m2 = re.search(r"typedef\s+(\w+)\s+" + re.escape(tag) + r"\s*;", text)
             if m2:
-                return check_struct_abi(cuda_inc, text, {m2.group(1): size})
+                check_struct_abi(cuda_inc, text, {m2.group(1): size})
+                continue
             raise SystemExit(f"struct {t}: definition not found, cannot check its ABI")
-        if re.search(r"\b(float|double)\b", m.group(3)):
+        if re.search(r"\b(float|double)\b", body):
             raise SystemExit(f"struct {t} ({size} bytes) has floating members: opaque passing would be wrong")
 
 
@@ -301,7 +319,7 @@ def error_strings(cuda_inc: str, curesult):
 RENAMED = [{"name": "cuGraphInstantiate", "version": 12000, "ptds": False, "symbol": "cuGraphInstantiateWithFlags"}]
 # cuda.h keeps the old name for these although a newer ABI version exists (the new one takes more
 # arguments, so the header cannot silently redirect): the PFN typedefs are right, cuda.h is not a check.
-NEW_ABI_NOT_DEFAULT_IN_HEADER = {"cuStreamGetCtx"}
+NEW_ABI_NOT_DEFAULT_IN_HEADER = {"cuStreamGetCtx", "cuGraphAddNode", "cuLaunchHostFunc"}
 WINDOWS_ONLY = {"cuWGLGetDevice"}
 
 
@@ -355,12 +373,41 @@ def current_names(cuda_inc: str):
     return out
 
 
+WHEELS = ("nvidia-cuda-runtime", "nvidia-cuda-profiler-api")   # cuda.h & co., cudaProfiler.h
+
+
+def headers_from_wheels(release: str, where: str) -> str:
+    """A directory laid out like a toolkit (include/) holding the headers of release `release` (e.g. 13.5)
+    taken from NVIDIA's pip wheels."""
+    import glob
+    import zipfile
+    subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", where] +
+                   [f"{w}=={release}.*" for w in WHEELS], check=True)
+    for whl in glob.glob(os.path.join(where, "*.whl")):
+        with zipfile.ZipFile(whl) as z:
+            z.extractall(os.path.join(where, "wheels"))
+    inc = glob.glob(os.path.join(where, "wheels", "nvidia", "*", "include", "cuda.h"))
+    if not inc:
+        raise SystemExit(f"no cuda.h in the {release} wheels")
+    os.symlink(os.path.dirname(inc[0]), os.path.join(where, "include"))
+    return where
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cuda", default=os.environ.get("CUDA_HOME", "/usr/local/cuda"))
+    ap.add_argument("--wheels", metavar="RELEASE", help="take the headers of NVIDIA's pip wheels of RELEASE")
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "zluda_py",
                                                    "cuda_decls.json"))
     args = ap.parse_args()
+    if args.wheels:
+        with tempfile.TemporaryDirectory() as d:
+            args.cuda = headers_from_wheels(args.wheels, d)
+            return generate(args)
+    return generate(args)
+
+
+def generate(args):
     inc = os.path.join(args.cuda, "include")
     version_m = re.search(r"#define\s+CUDA_VERSION\s+(\d+)", open(os.path.join(inc, "cuda.h")).read())
 

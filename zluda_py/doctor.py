@@ -116,7 +116,8 @@ def _runtime_sources():
     from zluda_py.backends.cpu import launchq
     return [("CPU runtime (ptx/runtime)", [rt_build.HERE / n for n in rt_build.SOURCES], rt_build.ensure_built),
             ("warp scheduler (ptx/codegen)", list(native_helpers.SOURCES), native_helpers._build),
-            ("native launch queue (zluda_py/backends/cpu)", [launchq.HERE / "launchq.c"], launchq._build)]
+            ("native launch queue (zluda_py/backends/cpu)", [launchq.HERE / n for n in launchq.INPUTS],
+             launchq._build)]
 
 
 def check_runtime_sources(rep: Report) -> None:
@@ -169,8 +170,8 @@ def check_shim(rep: Report):
              "r=l.cuDriverGetVersion(ctypes.byref(v)); print(r, v.value)")
     r = subprocess.run([sys.executable, "-c", probe, path], capture_output=True, text=True, env=env,
                        cwd=tempfile.gettempdir(), timeout=120)
-    if r.returncode == 0 and r.stdout.split() == ["0", "13000"]:
-        rep.line(OK, "shim loads in a running Python (ctypes) and answers cuDriverGetVersion = 13000")
+    if r.returncode == 0 and r.stdout.split() == ["0", str(_driver_version())]:
+        rep.line(OK, f"shim loads in a running Python (ctypes) and answers cuDriverGetVersion = {_driver_version()}")
     else:
         rep.line(FAIL, f"the shim does not work from Python: {(r.stdout + r.stderr).strip()[-600:]}",
                  "run with ZLUDA_LOG=1 ZLUDA_TRACE=1 for details; rebuild with: "
@@ -409,6 +410,12 @@ class Probe:
                               cwd=self.dir.name, timeout=timeout)
 
 
+def _driver_version() -> int:
+    """The CUDA version the declarations (and so cuDriverGetVersion) are of."""
+    from zluda_py.decls import DATA
+    return DATA["cuda_version"]
+
+
 def _without_pythonpath():
     # The shim must find its package from where it lies; PYTHONPATH would hide a broken installation.
     return {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
@@ -416,7 +423,7 @@ def _without_pythonpath():
 
 def check_c_load(rep: Report, probe: Probe, path: str) -> None:
     r = probe.run(path, "version", env=_without_pythonpath(), timeout=120)
-    if r.returncode == 0 and r.stdout.split() == ["0", "13000"]:
+    if r.returncode == 0 and r.stdout.split() == ["0", str(_driver_version())]:
         rep.line(OK, "shim loads from a C program (dlopen RTLD_LOCAL) with the embedded interpreter")
     else:
         rep.line(FAIL, f"a C program cannot use the shim: {(r.stdout + r.stderr).strip()[-600:]}",

@@ -42,7 +42,7 @@ def test_run_python_program_sees_shim_first(shim_libdir, tmp_path):
     first, backend, result = r.stdout.splitlines()
     assert os.path.samefile(first, shim_libdir)
     assert backend == "cpu"
-    assert result == "0 13000 ['a', '--b']"
+    assert result == "0 13050 ['a', '--b']"
 
 
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc not installed")
@@ -59,7 +59,7 @@ def test_run_c_program_linked_without_rpath(shim_libdir, tmp_path):
     alone = subprocess.run([str(exe)], capture_output=True, text=True, env=env)
     assert alone.returncode != 0  # without `run` the loader cannot find libcuda.so.1
     r = cli("run", "--", str(exe), env=env)
-    assert r.returncode == 0 and r.stdout.strip() == "0 13000", r.stdout + r.stderr
+    assert r.returncode == 0 and r.stdout.strip() == "0 13050", r.stdout + r.stderr
 
 
 def test_run_missing_program():
@@ -73,7 +73,7 @@ def test_info_lists_devices_through_the_shim(shim_libdir):
     r = cli("info", env=dict(os.environ, ZLUDA_BACKEND="cpu"))
     assert r.returncode == 0, r.stdout + r.stderr
     out = r.stdout
-    assert "driver version: 13000" in out
+    assert "driver version: 13050" in out
     assert "cpu: usable" in out
     assert "devices: " in out and "device 0: " in out
     assert "  warp_size = 32" in out

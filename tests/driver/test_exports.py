@@ -38,9 +38,9 @@ def compile_c(tmp_path, name, source, *flags):
 
 def test_declarations_cover_every_export_once():
     names = [f["name"] for f in FUNCTIONS]
-    assert len(names) == 672 and len(set(names)) == 672
+    assert len(names) == 723 and len(set(names)) == 723    # CUDA 13.5's headers (13.0: 672)
     assert names == sorted(names)
-    assert DATA["cuda_version"] == 13000
+    assert DATA["cuda_version"] == 13050
     abis = {p["abi"] for f in FUNCTIONS for p in f["params"]}
     assert abis <= {"i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "ptr", "f32", "f64",
                     "struct:8", "struct:64"}
@@ -74,7 +74,7 @@ def test_program_linked_with_lcuda(shim_libdir, tmp_path):
         %s};
         int main(void) {
             int v = 0;
-            if (cuDriverGetVersion(&v) != CUDA_SUCCESS || v != 13000) { printf("version %%d\\n", v); return 1; }
+            if (cuDriverGetVersion(&v) != CUDA_SUCCESS || v != 13050) { printf("version %%d\\n", v); return 1; }
             if (cuDriverGetVersion(NULL) != CUDA_ERROR_INVALID_VALUE) { printf("NULL accepted\\n"); return 1; }
             for (size_t i = 0; i < sizeof expected / sizeof expected[0]; i++) {
                 const char *n = NULL, *s = NULL, *n2 = NULL;
@@ -109,7 +109,7 @@ def test_dlopen_rtld_local_and_threads(shim_libdir, tmp_path):
             long bad = 0;
             for (int i = 0; i < 2000; i++) {
                 int v = -1; const char *n = NULL;
-                if (version(&v) != 0 || v != 13000) bad++;
+                if (version(&v) != 0 || v != 13050) bad++;
                 if (error_name(2, &n) != 0 || strcmp(n, "CUDA_ERROR_OUT_OF_MEMORY") != 0) bad++;
             }
             return (void *)bad;
@@ -182,7 +182,7 @@ def test_ctypes_threads_in_running_python(shim_libdir):
     def work():
         for _ in range(300):
             v = ctypes.c_int(-1)
-            if lib.cuDriverGetVersion(ctypes.byref(v)) != 0 or v.value != 13000:
+            if lib.cuDriverGetVersion(ctypes.byref(v)) != 0 or v.value != 13050:
                 errors.append(v.value)
     threads = [threading.Thread(target=work) for _ in range(8)]
     for t in threads:

@@ -83,7 +83,7 @@ def test_getters_match_python(exe, tmp_path):
     diff = [(a, b) for a, b in zip(fast_lines, slow_lines) if a != b]
     assert not diff, diff[:20]
     lines = set(fast_lines)
-    assert "version 0 13000" in lines and "version-null 1" in lines       # 1: CUDA_ERROR_INVALID_VALUE
+    assert "version 0 13050" in lines and "version-null 1" in lines       # 1: CUDA_ERROR_INVALID_VALUE
     assert "attr 0 10 0 32" in lines and "attr 0 1 0 1024" in lines         # warp size, threads per block
     assert "attr 0 4096 1 1515870810" in lines and "attr 1 10 101 1515870810" in lines  # poison kept
     assert "ctxdev 0 0" in lines and "ctxdev 201 1515870810" in lines     # 201: CUDA_ERROR_INVALID_CONTEXT
