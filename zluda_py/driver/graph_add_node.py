@@ -66,3 +66,6 @@ def _add_node(ph, hgraph, deps_ptr, ndeps, params):
 
 export("cuGraphAddNode")(_add_node)
 export("cuGraphAddNode_v2")(lambda ph, g, deps, data, n, params: _add_node(ph, g, deps, n, params))
+# CUDA 13.4's version: the same arguments, and a kernel node's context checked against its function's, which
+# _node does for every version
+export("cuGraphAddNode_v3")(lambda ph, g, deps, data, n, params: _add_node(ph, g, deps, n, params))

@@ -220,3 +220,14 @@ def green_ctx_wait_event(h, hevent):
     ev = event_from_handle(hevent)
     # Later work of the green context may start only after the event: wait before anything more is queued.
     ev.backend.synchronize()
+
+
+def _stream_dev_resource(per_thread, hstream, resource, kind):
+    # CUDA 13.1: the resources of the context the stream belongs to (a green context's SMs, else the device's)
+    ctx = resolve_stream(hstream, per_thread, check_sticky=False).ctx
+    g = green_of(ctx)
+    _resource_of(resource, kind, ctx.device, g.sm_count if g else _device_sms(ctx.device))
+
+
+export("cuStreamGetDevResource")(lambda *a: _stream_dev_resource(False, *a))
+export("cuStreamGetDevResource_ptsz")(lambda *a: _stream_dev_resource(True, *a))

@@ -284,6 +284,12 @@ def kernel_get_name(name_out, hkernel):
     cmem.write_ptr(name_out, k.c_name(), "name")
 
 
+@export("cuKernelGetParamCount")
+def kernel_get_param_count(hkernel, count_out):
+    k = get_kernel(hkernel)
+    cmem.write_u64(count_out, len(k.function_on(_load_device()).info.params), "paramCount")
+
+
 @export("cuKernelGetParamInfo")
 def kernel_get_param_info(hkernel, index, offset_out, size_out):
     k = get_kernel(hkernel)

@@ -285,3 +285,13 @@ _pair("cuMemcpyBatchAsync", lambda pt, d, s, z, c, a, ai, na, fi, h:
       _copy_batch(pt, d, s, z, c, a, ai, na, fi, h), "_ptsz")
 _pair("cuMemcpyBatchAsync_v2", lambda pt, d, s, z, c, a, ai, na, h:
       _copy_batch(pt, d, s, z, c, a, ai, na, 0, h), "_ptsz")
+
+
+def _copy_with_attributes(per_thread, dst, src, n, attr, hstream):
+    # CUDA 13.2: one copy with one CUmemcpyAttributes, whose hints steer a GPU's copy engines only
+    if not attr:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, "attr is NULL")
+    _copy(per_thread, dst, src, n, hstream, False, "any", "any")
+
+
+_pair("cuMemcpyWithAttributesAsync", lambda pt, d, s, n, a, h: _copy_with_attributes(pt, d, s, n, a, h), "_ptsz")

@@ -596,6 +596,11 @@ def func_get_param_info(hfunc, index, offset_out, size_out):
     param_info(f, index, offset_out, size_out)
 
 
+@export("cuFuncGetParamCount")
+def func_get_param_count(hfunc, count_out):
+    cmem.write_u64(count_out, len(get_function(hfunc).info.params), "paramCount")
+
+
 def param_info(f: Function, index: int, offset_out: int, size_out: int) -> None:
     params = f.info.params
     if not 0 <= index < len(params):

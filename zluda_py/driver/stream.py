@@ -300,6 +300,18 @@ def launch_host_func_ptsz(h, fn, user_data):
     _launch_host_func(resolve_stream(h, True), fn, user_data)
 
 
+def _host_func_v2(per_thread, h, fn, user_data, sync_mode):
+    # CUhostTaskSyncMode: BLOCKING (0) or SPINWAIT (1), how the stream waits for the function; either way
+    # the function runs in stream order, which is all this backend does
+    if sync_mode not in (0, 1):
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, f"unknown host task sync mode {sync_mode}")
+    _launch_host_func(resolve_stream(h, per_thread), fn, user_data)
+
+
+export("cuLaunchHostFunc_v2")(lambda *a: _host_func_v2(False, *a))
+export("cuLaunchHostFunc_v2_ptsz")(lambda *a: _host_func_v2(True, *a))
+
+
 def _info_stream(h, per_thread):
     return resolve_stream(h, per_thread, check_sticky=False)
 
