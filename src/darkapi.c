@@ -25,6 +25,8 @@ extern int32_t cuDeviceGetAttribute(int *value, int attrib, int dev);
 extern int32_t cuModuleLoadData(uint64_t *module, const void *image);
 extern int32_t cuCtxGetCurrent(uint64_t *ctx);
 extern int32_t cuCtxCreate_v2(uint64_t *ctx, unsigned flags, int dev);
+extern int32_t cuModuleGetFunctionCount(unsigned *count, uint64_t module);
+extern int32_t cuModuleEnumerateFunctions(uint64_t *functions, unsigned count, uint64_t module);
 
 /* The device's primary context handle, without retaining or activating it: implemented in Python
  * (zluda_py/darkapi.py, through cffi `extern "Python+C"`), reached through src/loader.c. */
@@ -195,6 +197,52 @@ static dark_result runtime_13_4_slot4(void *tls, uint64_t *out) {
     return DARK_SUCCESS;
 }
 
+/* 21318c60[51] (object, key, void **out) and [39] (object, data, uint64_t *out): cuBLAS 13 asks before each
+ * launch for a tools record of the launch and then for something of it; both are filled only while a tool
+ * is attached. None is: an empty record and 0, which cuBLAS takes as "nothing to report". */
+static uint64_t no_tools_record[64];
+static dark_result runtime_13_4_slot51(void *object, uint64_t key, void **out) {
+    (void)object;
+    if (!out)
+        return DARK_INVALID_VALUE;
+    if (key == UINT64_MAX)
+        return DARK_INVALID_HANDLE;
+    *out = no_tools_record;
+    return DARK_SUCCESS;
+}
+static dark_result runtime_13_4_slot39(void *object, void *data, uint64_t *out) {
+    (void)object;
+    if (!data || !out)
+        return DARK_INVALID_VALUE;
+    *out = 0;
+    return DARK_SUCCESS;
+}
+
+/* TOOLS_MODULE (6e163fbe...) slot 7 (context, module, callback, user): hands each function of the module to
+ * callback(user, function, module) and answers how many it handed; cuFFT takes the one kernel of each module
+ * it loads this way (a module of one kernel must answer 1). A bad module answers its error code. */
+typedef void (*module_function_cb)(void *user, uint64_t function, uint64_t module);
+static int32_t tools_module_functions(dark_ctx ctx, uint64_t module, module_function_cb cb, void *user) {
+    (void)ctx;
+    unsigned n = 0;
+    int32_t r = cuModuleGetFunctionCount(&n, module);
+    if (r != 0)
+        return r;
+    if (!cb)
+        return DARK_INVALID_VALUE;
+    uint64_t *fns = n ? calloc(n, sizeof *fns) : NULL;
+    if (n && !fns)
+        return 2; /* CUDA_ERROR_OUT_OF_MEMORY */
+    if (n && (r = cuModuleEnumerateFunctions(fns, n, module)) != 0) {
+        free(fns);
+        return r;
+    }
+    for (unsigned i = 0; i < n; i++)
+        cb(user, fns[i], module);
+    free(fns);
+    return (int32_t)n;
+}
+
 /* CONTEXT_CHECKS */
 static dark_result ctx_check_2(dark_ctx ctx, uint32_t *out, const void **unused) {
     (void)ctx, (void)unused;
@@ -338,12 +386,15 @@ static const void *DEVICE_EXTENDED_RT[26] = {
  * NULL, tests/data/nvidia_export_tables_13.json). cudart 13.5 calls only slots 51 and 39, and only on its
  * tools-callback path, which stays off while the TOOLS_RUNTIME_CALLBACK_HOOKS buffers are zero; it skips
  * the callback's extra data when they fail, so stubs are a faithful answer there. cuBLASLt 13 calls slot 4
- * (above) on every call. */
+ * (above) on every call, cuBLAS 13 slots 51 and 39 before every launch. */
 #define S8 STUB, STUB, STUB, STUB, STUB, STUB, STUB, STUB
 static const void *RUNTIME_13_4[93] = {
-    (void *)(93 * 8), STUB, STUB, STUB, runtime_13_4_slot4, STUB, STUB, STUB, S8, S8, S8, S8, S8, S8, S8, S8, S8, S8,
+    (void *)(93 * 8), STUB, STUB, STUB, runtime_13_4_slot4, STUB, STUB, STUB, S8, S8, S8,
+    STUB, STUB, STUB, STUB, STUB, STUB, STUB, runtime_13_4_slot39, S8,
+    STUB, STUB, STUB, runtime_13_4_slot51, STUB, STUB, STUB, STUB, S8, S8, S8, S8,
     STUB, STUB, STUB, NULL, STUB};
 #undef S8
+static const void *TOOLS_MODULE[8] = {(void *)(8 * 8), STUB, STUB, STUB, STUB, STUB, STUB, tools_module_functions};
 
 static const struct {
     uint8_t id[16];
@@ -362,6 +413,7 @@ static const struct {
     {{0xb1, 0x05, 0x41, 0xe1, 0xf7, 0xc7, 0xc7, 0x4a, 0x9f, 0x64, 0xf2, 0x23, 0xbe, 0x99, 0xf1, 0xe2},
      DEVICE_EXTENDED_RT},
     {{0x21, 0x31, 0x8c, 0x60, 0x97, 0x14, 0x32, 0x48, 0x8c, 0xa6, 0x41, 0xff, 0x73, 0x24, 0xc8, 0xf2}, RUNTIME_13_4},
+    {{0x6e, 0x16, 0x3f, 0xbe, 0xb9, 0x58, 0x44, 0x4d, 0x83, 0x5c, 0xe1, 0x82, 0xaf, 0xf1, 0x99, 0x1e}, TOOLS_MODULE},
 };
 
 /* The table for a 16-byte export-table id, or NULL (cuGetExportTable then answers CUDA_ERROR_INVALID_VALUE). */

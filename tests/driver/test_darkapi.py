@@ -31,6 +31,7 @@ TABLES = {
     "CTX_CREATE_BYPASS": ("0ca50b8c1004929a89a7d0df10e77286", 2),
     "HEAP_ACCESS": ("195bcbf4d67d024aacc51d29cea631ae", 3),
     "DEVICE_EXTENDED_RT": ("b10541e1f7c7c74a9f64f223be99f1e2", 26),
+    "TOOLS_MODULE": ("6e163fbeb958444d835ce182aff1991e", 8),
 }
 CLS_ID = "c693336e1121df11a8c368f355d89593"
 KEY = bytes.fromhex("146ADDAE53A9A752AA0841360BF55A9F")
@@ -221,3 +222,53 @@ def test_cudart_interface_primary_context_and_cls(cu):
     else:
         assert cu.cuDevicePrimaryCtxRelease_v2(0) == 0
         assert delete(h.value, 0x1234) == 0
+
+
+def test_tools_records_answer_none(cu):
+    """21318c60[51]/[39], which cuBLAS calls before each launch: an empty record, then 0; NULL outputs refused."""
+    _r, addr = _table(cu, "21318c60971432488ca641ff7324c8f2")
+    words = (ctypes.c_uint64 * 93).from_address(addr)
+    fn = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_uint64, ctypes.POINTER(ctypes.c_uint64))
+    s51, s39 = fn(words[51]), fn(words[39])
+    obj = ctypes.create_string_buffer(64)
+    rec, val = ctypes.c_uint64(), ctypes.c_uint64(random.getrandbits(64))
+    assert s51(ctypes.cast(obj, ctypes.c_void_p), 0, ctypes.byref(rec)) == 0 and rec.value
+    assert not any((ctypes.c_uint64 * 64).from_address(rec.value))
+    assert s39(ctypes.cast(obj, ctypes.c_void_p), rec.value, ctypes.byref(val)) == 0 and val.value == 0
+    assert s51(ctypes.cast(obj, ctypes.c_void_p), 0, None) == 1 and s39(None, rec.value, None) == 1
+
+
+PTX_KERNELS = """
+.version 7.0
+.target sm_70
+.address_size 64
+.visible .entry {a}() {{ ret; }}
+.visible .entry {b}(.param .u32 x) {{ ret; }}
+.visible .func helper() {{ ret; }}
+"""
+
+
+def test_tools_module_iterates_functions(cu):
+    """6e163fbe[7] (ctx, module, callback, user): each kernel of the module handed to the callback as the
+    CUfunction cuModuleGetFunction gives, the count answered; a bad module answers its error."""
+    names = [f"k{random.getrandbits(32):08x}", f"k{random.getrandbits(32):08x}"]
+    ctx = ctypes.c_uint64()
+    assert cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), 0) == 0 and cu.cuCtxSetCurrent(ctx) == 0
+    mod = ctypes.c_uint64()
+    assert cu.cuModuleLoadData(ctypes.byref(mod), PTX_KERNELS.format(a=names[0], b=names[1]).encode()) == 0
+    _r, addr = _table(cu, TABLES["TOOLS_MODULE"][0])
+    cb_t = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint64)
+    slot7 = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_uint64, ctypes.c_uint64, cb_t, ctypes.c_void_p)(
+        ctypes.c_uint64.from_address(addr + 7 * 8).value)
+    seen = []
+    cb = cb_t(lambda user, fn, m: seen.append((user, fn, m)))
+    assert slot7(ctx.value, mod.value, cb, 0x4242) == 2
+    expect = set()
+    for n in names:
+        f = ctypes.c_uint64()
+        assert cu.cuModuleGetFunction(ctypes.byref(f), mod, n.encode()) == 0
+        expect.add(f.value)
+    assert {fn for _u, fn, _m in seen} == expect and all(u == 0x4242 and m == mod.value for u, _f, m in seen)
+    assert slot7(ctx.value, 0xdead0000, cb, 0) == 400 and len(seen) == 2      # INVALID_HANDLE, no calls
+    assert cu.cuModuleUnload(mod) == 0
+    assert cu.cuDevicePrimaryCtxRelease_v2(0) == 0

@@ -151,4 +151,4 @@ for name in (b"cuNoSuchFunction", b"cuNoSuchFunction", {unimplemented.encode()!r
     assert r.stdout.split() == ["500", "1"] * 3
     lines = [line for line in r.stderr.splitlines() if line.startswith("[zluda]")]
     assert lines == ["[zluda] cuGetProcAddress: CUDA_ERROR_NOT_FOUND: no driver function 'cuNoSuchFunction' "
-                     "(CUDA 13.0)"], r.stderr
+                     "(CUDA 13.5)"], r.stderr

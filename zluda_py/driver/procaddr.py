@@ -82,10 +82,10 @@ def _get_proc_address(symbol, pfn, version, flags, status_ptr):
         cmem.write_i32(status_ptr, status)
     if exported is None:
         # Probing is routine: cudart asks for "" and for optional entry points the driver exports but
-        # does not implement. A name no CUDA 13.0 driver has is worth one line, once.
+        # does not implement. A name no driver of the declarations' release has is worth one line, once.
         if name and name not in _TABLE:
             log.once(f"procaddr:{name}", f"cuGetProcAddress: CUDA_ERROR_NOT_FOUND: no driver function "
-                                         f"{name!r} (CUDA 13.0)")
+                                         f"{name!r} (CUDA {DRIVER_VERSION // 1000}.{DRIVER_VERSION % 1000 // 10})")
         return CUDA_ERROR_NOT_FOUND
     cmem.write_ptr(pfn, function_address(exported))
     return None
