@@ -38,5 +38,6 @@ void zluda_profile_at_exit(void);
 
 /* The dark-API tables (src/darkapi.c), declared here so cffi's generated code sees them. */
 #include "darkapi.h"
+#include "fronts.h"
 
 #endif

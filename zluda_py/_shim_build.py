@@ -25,6 +25,10 @@ MODULE_FILE = MODULE_NAME + ".so"
 EMBED_SOURCE = "embed.c"        # the module's own C; every other src/*.c is the front library's
 NVRTC_SOURCE = "nvrtc_forward.c"  # libnvrtc.so.13, its own library (NVIDIA's NVRTC behind it)
 NVRTC_LIB = "libnvrtc.so.13"
+# The BLAS front: libcublas.so.13 and libcublasLt.so.13, each from its blas_*.c plus the shared ones
+BLAS_PREFIX = "blas_"
+BLAS_LIBS = {"libcublas.so.13": "blas_cublas.c", "libcublasLt.so.13": "blas_cublaslt.c"}
+BLAS_SHARED = ("blas_common.c", "blas_gemm.c")
 CUDA_ERROR_UNKNOWN = 999
 CUDA_ERROR_SHARED_OBJECT_INIT_FAILED = 303
 
@@ -324,7 +328,7 @@ def build(out_dir: str, src: str = None, record_paths: bool = True) -> str:
     with open(DECLS) as f:
         decls = json.load(f)
     front_c = sorted(os.path.join(src, f) for f in os.listdir(src)
-                     if f.endswith(".c") and f not in (EMBED_SOURCE, NVRTC_SOURCE))
+                     if f.endswith(".c") and f not in (EMBED_SOURCE, NVRTC_SOURCE) and not f.startswith(BLAS_PREFIX))
     sigs = signatures(decls)
     cdef = CDEF + "".join(f'extern "Python+C" {_extern_decl(sig)};\n' for sig in sigs) + \
         "".join(open(p).read() for p in _sources(src) if p.endswith(".cdef"))
@@ -373,6 +377,7 @@ def build(out_dir: str, src: str = None, record_paths: bool = True) -> str:
         os.symlink(LIB_NAME, tmp_link)
         os.replace(tmp_link, link)
         _build_nvrtc(cc, common, src, tmp, out_dir, record_paths)
+        _build_blas(cc, common, src, tmp, out_dir, record_paths)
         return final
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -401,6 +406,35 @@ def _build_nvrtc(cc, common, src, tmp, out_dir, record_paths) -> None:
     tmp_link = os.path.join(tmp, "libnvrtc.so")
     os.symlink(NVRTC_LIB, tmp_link)
     os.replace(tmp_link, os.path.join(out_dir, "libnvrtc.so"))
+
+
+def _site_packages() -> str:
+    """This interpreter's site-packages directories, ':'-joined (where its nvidia-* and scipy-openblas32 wheels
+    lie)."""
+    import site
+    sps = [sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]] + site.getsitepackages()
+    return ":".join(d for d in dict.fromkeys(sps) if ":" not in d and '"' not in d and "\\" not in d)
+
+
+def _build_blas(cc, common, src, tmp, out_dir, record_paths) -> None:
+    """libcublasLt.so.13 and libcublas.so.13 (which needs it, found beside it), each exporting NVIDIA's
+    functions under NVIDIA's version node; a recording build also names this interpreter's site-packages."""
+    defs = [f'-DZLUDA_BLAS_CANDIDATES="{_site_packages()}"'] if record_paths else []
+    shared = [os.path.join(src, f) for f in BLAS_SHARED]
+    for lib in sorted(BLAS_LIBS, key=lambda name: "Lt" not in name):     # Lt first: libcublas links it
+        out = os.path.join(tmp, lib)
+        script = os.path.join(tmp, lib + ".map")
+        prefix = "cublasLt" if "Lt" in lib else "cublas"
+        with open(script, "w") as f:
+            f.write(lib + " { global: " + prefix + "*; zl_blas_front; local: *; };\n")
+        deps = ["-Wl,--no-as-needed", os.path.join(out_dir, "libcublasLt.so.13"), "-Wl,-rpath,$ORIGIN"] \
+            if prefix == "cublas" else []
+        _run(cc + common + ["-fvisibility=hidden"] + defs + [os.path.join(src, BLAS_LIBS[lib])] + shared +
+             ["-o", out, f"-Wl,--version-script={script}", f"-Wl,-soname,{lib}", "-ldl", "-lm"] + deps)
+        os.replace(out, os.path.join(out_dir, lib))
+        link = os.path.join(tmp, lib[:-3])                  # libcublas.so: what -lcublas links
+        os.symlink(lib, link)
+        os.replace(link, os.path.join(out_dir, lib[:-3]))
 
 
 def _writable_dir(d: str) -> bool:
@@ -454,6 +488,10 @@ def build_for_install(pkg_dir_in_build: str) -> None:
     shutil.copy2(os.path.join(out, LIB_NAME), os.path.join(out, "libcuda.so"))
     os.remove(os.path.join(out, "libnvrtc.so"))
     shutil.copy2(os.path.join(out, NVRTC_LIB), os.path.join(out, "libnvrtc.so"))
+    for lib in BLAS_LIBS:
+        if os.path.islink(os.path.join(out, lib[:-3])):
+            os.remove(os.path.join(out, lib[:-3]))
+            shutil.copy2(os.path.join(out, lib), os.path.join(out, lib[:-3]))
     with open(os.path.join(out, ".stamp"), "w") as f:
         f.write(inputs_hash(src))
 

@@ -41,6 +41,9 @@ def initialize() -> None:
             raise
         DEVICES = devices
         BACKEND = b
+        from zluda_py import native
+        if native.loaded():     # the BLAS front (src/blas_*.c) computes on host memory only
+            native.lib.zluda_set_host_memory_devices(int(getattr(b, "device_memory_is_host", False)))
 
 
 @export("cuInit")

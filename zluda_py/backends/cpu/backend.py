@@ -14,6 +14,7 @@ _EVENT_INTERPROCESS = 0x4     # CU_EVENT_INTERPROCESS
 
 class CpuBackend(Backend):
     name = "cpu"
+    device_memory_is_host = True      # a device pointer is a host address: host code may read it (BLAS front)
 
     def __init__(self):
         self.memory = HostMemory()
