@@ -24,7 +24,7 @@ _SM = {
     62: ((5, 0), ""), 70: ((6, 0), ""), 72: ((6, 1), ""), 75: ((6, 3), ""), 80: ((7, 0), ""),
     86: ((7, 1), ""), 87: ((7, 4), ""), 88: ((9, 0), ""), 89: ((7, 8), ""), 90: ((7, 8), "a"),
     100: ((8, 6), "af"), 101: ((8, 6), "af"), 103: ((8, 8), "af"), 110: ((9, 0), "af"),
-    120: ((8, 7), "af"), 121: ((8, 8), "af"),
+    107: ((9, 4), "af"), 120: ((8, 7), "af"), 121: ((8, 8), "af"),
 }
 _TARGET_RE = re.compile(r"(sm|compute)_(\d+)([af]?)\Z")
 _TARGET_FLAGS = frozenset(("texmode_unified", "texmode_independent", "debug", "map_f64_to_f32"))
@@ -95,7 +95,7 @@ def check_params(fn: ast.Function, module: ast.Module) -> None:
 TYPES = frozenset("""
 s8 s16 s32 s64 u8 u16 u32 u64 b8 b16 b32 b64 b128 f16 f16x2 f32 f32x2 f64 bf16 bf16x2 tf32 pred u16x2 s16x2
 e4m3 e5m2 e4m3x2 e5m2x2 e2m1x2 e2m3x2 e3m2x2 ue8m0x2 s2f6x2 e2m1 e2m3 e3m2 ue8m0 s4 u4 b1 e4m3x4 e5m2x4
-e2m1x4 e2m3x4 e3m2x4
+e2m1x4 e2m3x4 e3m2x4 u2 s2
 """.split())
 _ROUND_F = frozenset(("rn", "rz", "rm", "rp", "rna", "rs"))
 _ROUND_I = frozenset(("rni", "rzi", "rmi", "rpi"))

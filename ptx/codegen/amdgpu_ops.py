@@ -62,6 +62,10 @@ def op_bar(em, ins):
         em.call("llvm.amdgcn.wave.barrier", "void", [])
         _fence(em, "acq_rel", "wavefront")
         return
+    if "arrive" in mods and "cluster" in mods:
+        # a cluster is this workgroup (ops_cluster.py): barrier.cluster.wait is the workgroup barrier
+        _fence(em, "release", "workgroup")
+        return
     if "arrive" in mods:
         unsupported(ins, "bar.arrive (producer/consumer named barriers have no AMDGPU equivalent)")
     ops = list(ins.operands)

@@ -182,11 +182,22 @@ def op_mov(em, ins):
     em.write(dst, v, t)
 
 
+def _cvta_space(mods):
+    """The state space a cvta/isspacep names; .shared::cta and .shared::cluster are .shared (every CTA is a
+    cluster of one: ops_cluster.py)."""
+    for m in mods:
+        if m in ("global", "shared", "local", "const", "param"):
+            return m
+        if m in ("shared::cta", "shared::cluster"):
+            return "shared"
+    return None
+
+
 @handles("cvta")
 def op_cvta(em, ins):
     t = one_type(ins)
     to = "to" in ins.mods
-    space = next((m for m in ins.mods if m in ("global", "shared", "local", "const", "param")), None)
+    space = _cvta_space(ins.mods)
     if space is None:
         unsupported(ins)
     v = em.read(ins.operands[1], t)
@@ -198,7 +209,7 @@ def op_cvta(em, ins):
 @handles("isspacep")
 def op_isspacep(em, ins):
     f = em.f
-    space = next((m for m in ins.mods if m in ("global", "shared", "local", "const", "param")), None)
+    space = _cvta_space(ins.mods)
     in_shared, in_local = em.space_tests(em.read(ins.operands[1], "u64"))
     if space == "shared":
         r = in_shared
