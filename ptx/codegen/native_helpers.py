@@ -10,7 +10,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 SOURCES = (HERE / "warp_scheduler.c", HERE.parent / "runtime" / "ptxrt.h")
 CFLAGS = ["-O2", "-shared", "-fPIC", "-std=gnu11"]
-EXPORTS = ("ptx_sched_resolve_warp", "ptx_sched_release_barrier")
+EXPORTS = ("ptx_sched_resolve_warp", "ptx_sched_release_barrier", "ptx_sched_xchg_area")
 _lock = threading.Lock()
 _lib = None
 

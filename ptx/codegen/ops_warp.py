@@ -1,15 +1,19 @@
-"""Warp collectives (shfl, vote, match, redux, activemask, bar.warp.sync): each suspends the thread
-with its inputs in the frame header; the warp scheduler (warp_scheduler.c) computes the 32-lane
-result exactly and resumes the lanes (in region loops, host_module evaluates shfl and vote itself)."""
+"""Warp collectives (shfl, vote, match, redux, activemask, bar.warp.sync, and the word exchange the
+tensor-core instructions move data with): each suspends the thread with its inputs in the frame header;
+the warp scheduler (warp_scheduler.c) computes the 32-lane result exactly and resumes the lanes (in
+region loops, host_module evaluates shfl and vote itself)."""
 
 from __future__ import annotations
+
+import zlib
 
 from ptx import ast as A
 from ptx.codegen import ptxtypes as T
 from ptx.codegen import function_emitter as FE
 from ptx.codegen.function_emitter import handles, unsupported, semantic
 
-K_SHFL, K_VOTE, K_MATCH, K_REDUX, K_ACTIVEMASK, K_WARPSYNC = 1, 2, 3, 4, 5, 6
+K_SHFL, K_VOTE, K_MATCH, K_REDUX, K_ACTIVEMASK, K_WARPSYNC, K_XCHG = 1, 2, 3, 4, 5, 6, 7
+XCHG_WORDS = 512        # words per lane of the exchange area (warp_scheduler.c)
 SHFL_MODES = {"up": 0, "down": 1, "bfly": 2, "idx": 3}
 VOTE_MODES = {"all": 0, "any": 1, "uni": 2, "ballot": 3}
 REDUX_OPS = {"add": 0, "min": 1, "max": 2, "and": 3, "or": 4, "xor": 5}
@@ -122,3 +126,54 @@ def op_redux(em, ins):
 def warp_sync(em, ins):
     mask = em.read(ins.operands[0], "u32")
     _collective(em, K_WARPSYNC, 0, mask)
+
+
+class XchgRow:
+    """This lane's row of the exchange area after an exchange: the words it offered from 0 on, the ones it
+    received from `got_at` on, and room after those (`free_at`) for what the lane computes from them."""
+
+    def __init__(self, em, ptr, n_in, n_out):
+        self.em, self.ptr = em, ptr
+        self.got_at, self.free_at = n_in, n_in + n_out
+
+    def at(self, i):
+        return self.em.f.op(f"getelementptr i32, ptr {self.ptr}, i32 {i}")
+
+    def load(self, i):
+        return self.em.f.op(f"load i32, ptr {self.at(i)}")
+
+    def got(self, j):
+        return self.load(self.got_at + j)
+
+    def own(self, i):
+        return self.load(i)
+
+
+def exchange(em, words, sources, then, room=0):
+    """A warp-wide exchange of 32-bit words by source lane: this lane offers `words` (i32 values);
+    `sources[lane][j]` = (source lane, index of a word it offers) for every lane (one table, the same
+    code in every lane); after the exchange `then(row)` runs with this lane's XchgRow. The values before
+    the exchange do not reach `then` (it runs after the thread resumed): it must use the row. `room`:
+    words the lane wants after the received ones."""
+    f = em.f
+    n_in, n_out = len(words), len(sources[0])
+    out_off = n_in
+    if out_off + n_out + room > XCHG_WORDS:
+        unsupported(em.cur_ins, f"{em.cur_ins.opcode} (exchange of {n_in} + {n_out} words)")
+    em.m.declare("declare ptr @ptx_sched_xchg_area(ptr)")
+    flat = [ln | w << 5 for row in sources for ln, w in row]
+    name = f"xchg.{n_out}.{out_off}.{zlib.crc32(bytes(str(flat), 'ascii')):08x}"
+    body = ", ".join(f"i16 {v}" for v in flat)
+    em.m.add_helper(name, f'@"{name}" = private unnamed_addr constant <{{ i32, i32, [{len(flat)} x i16] }}> '
+                          f'<{{ i32 {n_out}, i32 {out_off}, [{len(flat)} x i16] [{body}] }}>, align 8')
+
+    def row():
+        area = f.op(f"call ptr @ptx_sched_xchg_area(ptr {em.W})")
+        off = f.op(f"mul i32 {em.lane_id()}, {XCHG_WORDS}")
+        return f.op(f"getelementptr i32, ptr {area}, i32 {off}")
+
+    mine = row()
+    for i, w in enumerate(words):
+        f.emit(f"store i32 {w}, ptr {f.op(f'getelementptr i32, ptr {mine}, i32 {i}')}")
+    table = f.op(f'ptrtoint ptr @"{name}" to i64')
+    _collective(em, K_XCHG, 0, "-1", a=table, after=lambda: then(XchgRow(em, row(), n_in, n_out)))

@@ -4,7 +4,9 @@
    the 32 lanes exactly, with PTX semantics, and resumes the lanes) and ptx_sched_release_barrier
    (releases a barrier once every live thread waits).
    Frame header layout: ptx/codegen/function_emitter.py (FH_*). */
+#include <pthread.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include "../runtime/ptxrt.h"
 
 typedef struct frame_header {
@@ -25,7 +27,44 @@ typedef struct frame_header {
 } frame_header;
 
 enum { RUN = 0, DONE = 1, AT_BAR = 2, AT_WARP = 3 };
-enum { K_SHFL = 1, K_VOTE = 2, K_MATCH = 3, K_REDUX = 4, K_ACTIVEMASK = 5, K_WARPSYNC = 6 };
+enum { K_SHFL = 1, K_VOTE = 2, K_MATCH = 3, K_REDUX = 4, K_ACTIVEMASK = 5, K_WARPSYNC = 6, K_XCHG = 7 };
+
+/* K_XCHG, a warp-wide exchange of 32-bit words by source lane (what tensor-core instructions and
+   ldmatrix/stmatrix/movmatrix move between lanes): each lane leaves its words at the start of its row of
+   the worker's exchange area and suspends with `a` pointing at the site's table; lane l then receives in
+   its row, from word out_off on, word src >> 5 of lane src & 31's row for each src of its table row.
+   The area is per worker (and per fiber): a warp runs alone on it from its lanes' suspension to their
+   resumption, and each lane reads its results back before running on. */
+#define XCHG_WORDS 512           /* per lane: ptx/codegen/ops_warp.py's XCHG_WORDS */
+typedef struct xchg_table {
+    uint32_t n_out, out_off;
+    uint16_t src[];              /* [32][n_out]: source lane | source word << 5 */
+} xchg_table;
+
+static pthread_mutex_t xchg_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct { const ptx_worker *W; uint32_t *area; } *xchg_areas;
+static size_t xchg_n, xchg_cap;
+static __thread const ptx_worker *xchg_last_W;
+static __thread uint32_t *xchg_last_area;
+
+/* The exchange area of worker W: 32 rows of XCHG_WORDS words, made at W's first use and kept (workers
+   and fibers are few and live as long as the runtime). */
+uint32_t *ptx_sched_xchg_area(const ptx_worker *W) {
+    if (W == xchg_last_W && xchg_last_area) return xchg_last_area;
+    uint32_t *a = NULL;
+    pthread_mutex_lock(&xchg_lock);
+    for (size_t i = 0; i < xchg_n; i++)
+        if (xchg_areas[i].W == W) { a = xchg_areas[i].area; break; }
+    if (!a && (xchg_n < xchg_cap || (xchg_areas = realloc(xchg_areas, (xchg_cap = xchg_cap * 2 + 8) *
+                                                           sizeof *xchg_areas)) != NULL)) {
+        a = aligned_alloc(64, (size_t)32 * XCHG_WORDS * 4);
+        if (a) { xchg_areas[xchg_n].W = W; xchg_areas[xchg_n].area = a; xchg_n++; }
+    }
+    pthread_mutex_unlock(&xchg_lock);
+    xchg_last_W = W;
+    xchg_last_area = a;
+    return a;
+}
 
 static inline frame_header *hdr(ptx_worker *W, uint32_t t, uint32_t fb) {
     return (frame_header *)(W->scratch + (uint64_t)t * fb);
@@ -109,6 +148,18 @@ static void resolve_group(ptx_worker *W, uint32_t base, uint32_t nlanes, uint32_
         case K_ACTIVEMASK:
             me->result = group;
             break;
+        case K_XCHG: {
+            const xchg_table *tb = (const xchg_table *)(uintptr_t)me->a;
+            uint32_t *area = ptx_sched_xchg_area(W);
+            uint32_t *out = area + (size_t)l * XCHG_WORDS + tb->out_off;
+            const uint16_t *src = tb->src + (size_t)l * tb->n_out;
+            for (uint32_t j = 0; j < tb->n_out; j++) {
+                uint32_t s = src[j], sl = s & 31;
+                /* a source lane not in the exchange: undefined in PTX (every lane must take part), 0 here */
+                out[j] = (group >> sl & 1) ? area[(size_t)sl * XCHG_WORDS + (s >> 5)] : 0;
+            }
+            break;
+        }
         default:
             break;
         }

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from ptx import ast as A
 
-WARP_COLLECTIVES = frozenset({"shfl", "vote", "activemask", "match", "redux"})
+WARP_COLLECTIVES = frozenset({"shfl", "vote", "activemask", "match", "redux", "mma", "ldmatrix", "stmatrix",
+                              "movmatrix"})
 
 
 def sync_kind(ins: A.Instruction):
@@ -17,8 +18,8 @@ def sync_kind(ins: A.Instruction):
         if "arrive" in ins.mods:
             return None           # arriving never waits
         return "barrier"
-    if op in WARP_COLLECTIVES:
-        return "warp"
+    if op in WARP_COLLECTIVES or (op == "wmma" and ins.mods and ins.mods[0] == "mma"):
+        return "warp"             # wmma.load/store move no data between lanes: no sync point
     if op == "mbarrier" and ins.mods and ins.mods[0] in ("test_wait", "try_wait"):
         return "barrier"          # an incomplete phase waits for the block's other threads (ops_mbarrier)
     return None

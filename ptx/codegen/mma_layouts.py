@@ -1,0 +1,160 @@
+"""Which matrix element each register of a tensor-core fragment holds, lane by lane: mma.sync's as the PTX
+ISA's figures give them, wmma's as an H200 loads them (the ISA leaves those to the hardware; measured with
+scripts/gen_nvidia_mma_probe.py, checked by tests/ptx/test_mma_layouts.py). A layout is a list over the 32
+lanes of a list over the fragment's slots (register-major, low element first) of (row, column)."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+BITS = {"f16": 16, "bf16": 16, "tf32": 32, "f32": 32, "f64": 64, "e4m3": 8, "e5m2": 8, "s8": 8, "u8": 8,
+        "s4": 4, "u4": 4, "b1": 1, "s32": 32}
+
+
+def shape_mnk(shape):
+    m = re.fullmatch(r"m(\d+)n(\d+)k(\d+)", shape)
+    return tuple(int(x) for x in m.groups()) if m else None
+
+
+def dims(mat, shape):
+    m, n, k = shape_mnk(shape)
+    return {"a": (m, k), "b": (k, n), "c": (m, n), "d": (m, n)}[mat]
+
+
+def _lanes(fn, slots):
+    return tuple(tuple(fn(lane >> 2, lane & 3, s, lane) for s in range(slots)) for lane in range(32))
+
+
+# ------------------------------------------------------------------ mma.sync (PTX ISA, "Matrix Fragments")
+
+def mma_regs(shape, mat, ty):
+    """Registers of an mma.sync fragment (64-bit ones for .f64)."""
+    m, n, k = shape_mnk(shape)
+    rows, cols = dims(mat, shape)
+    if shape == "m8n8k4" and ty in ("f16", "f32") and mat in "ab":
+        return 2
+    if shape == "m8n8k4" and ty in ("f16", "f32"):
+        return 4 if ty == "f16" else 8
+    return max(1, rows * cols // 32 * BITS[ty] // (64 if ty == "f64" else 32))
+
+
+@lru_cache(maxsize=None)
+def mma_layout(shape, mat, ty, layout="row"):
+    if shape == "m8n8k4" and (ty == "f16" or (mat in "cd" and ty == "f32")):
+        return _m8n8k4_quadpair(mat, ty, layout)
+    m, n, k = shape_mnk(shape)
+    rows, cols = dims(mat, shape)
+    slots = rows * cols // 32
+    if mat in "cd":
+        if m == 8:
+            return _lanes(lambda g, t, i, _: (g, 2 * t + i), slots)
+        return _lanes(lambda g, t, i, _: (g + 8 * (i >> 1), 2 * t + (i & 1)), slots)
+    if ty in ("f16", "bf16"):
+        if shape == "m16n8k8":
+            fa = lambda g, t, i, _: (g + 8 * (i >> 1), 2 * t + (i & 1))
+            fb = lambda g, t, i, _: (2 * t + i, g)
+        else:
+            fa = lambda g, t, i, _: (g + 8 * ((i >> 1) & 1), 2 * t + (i & 1) + 8 * (i >> 2))
+            fb = lambda g, t, i, _: (2 * t + (i & 1) + 8 * (i >> 1), g)
+        return _lanes(fa if mat == "a" else fb, slots)
+    if ty in ("tf32", "f64"):
+        if shape == "m8n8k4":
+            return _lanes((lambda g, t, i, _: (g, t)) if mat == "a" else (lambda g, t, i, _: (t, g)), slots)
+        if mat == "a":
+            return _lanes(lambda g, t, i, _: (g + 8 * (i & 1), t + 4 * (i >> 1)), slots)
+        return _lanes(lambda g, t, i, _: (t + 4 * i, g), slots)
+    per = 32 // BITS[ty]            # 8-, 4- and 1-bit elements: a register holds `per` consecutive k
+    if m == 8:
+        if mat == "a":
+            return _lanes(lambda g, t, i, _: (g, per * t + i), slots)
+        return _lanes(lambda g, t, i, _: (per * t + i, g), slots)
+    half = k // 2
+    if mat == "a":   # registers alternate rows g / g+8, then move on by half the k extent
+        return _lanes(lambda g, t, i, _: (g + 8 * ((i // per) & 1), per * t + i % per + half * (i // per >> 1)),
+                      slots)
+    return _lanes(lambda g, t, i, _: (per * t + i % per + half * (i // per), g), slots)
+
+
+def _m8n8k4_quadpair(mat, ty, layout):
+    """mma.m8n8k4 .f16: four 8x8x4 products per warp, each by lanes 4q..4q+3 and 4q+16..4q+19 (q = 0..3);
+    rows and columns are those of the lane's own product."""
+    def fn(g, t, i, lane):
+        hi = 4 * (lane >= 16)
+        if mat == "a":
+            return (lane % 4 + hi, i) if layout == "row" else (i + hi, lane % 4)
+        if mat == "b":
+            return (lane % 4, i + hi) if layout == "row" else (i, lane % 4 + hi)
+        if ty == "f16":
+            return (lane % 4 + hi, i)
+        return ((lane & 1) + (i & 2) + hi, (i & 4) + (lane & 2) + (i & 1))
+    return _lanes(fn, 4 if mat in "ab" else 8)
+
+
+def m8n8k4_group(lane):
+    """Which of mma.m8n8k4 .f16's four products a lane takes part in."""
+    return (lane % 16) // 4
+
+
+# ------------------------------------------------------------------ wmma (measured on an H200)
+
+def wmma_regs(shape, mat, ty):
+    if ty == "f16":
+        return 8 if mat in "ab" else 4
+    if mat in "cd":
+        return 2 if ty == "f64" or shape in ("m8n8k32", "m8n8k128") else 8
+    if ty in ("f64", "s4", "u4", "b1"):
+        return 1
+    if ty == "tf32":
+        return 4
+    big = {"m16n16k16": (4, 4), "m8n32k16": (2, 8), "m32n8k16": (8, 2)}[shape][mat == "b"]
+    return big if ty == "bf16" else big // 2
+
+
+def _f16a(g, t, s):     # mma.m16n8k16's A: rows g, g+8, k 0..15
+    return (g + 8 * ((s >> 1) & 1), 2 * t + (s & 1) + 8 * ((s >> 2) & 1))
+
+
+@lru_cache(maxsize=None)
+def wmma_layout(shape, mat, ty):
+    """The fragment map an H200 uses; the same for .row and .col memory layouts (the load transposes)."""
+    slots = wmma_regs(shape, mat, ty) * (64 if ty == "f64" else 32) // BITS[ty]
+    half = ty in ("f16", "bf16")
+    if mat in "cd":
+        if shape in ("m8n8k4", "m8n8k32", "m8n8k128"):
+            return _lanes(lambda g, t, s, _: (g, 2 * t + s), slots)
+        if shape == "m32n8k16":
+            return _lanes(lambda g, t, s, _: (g + 8 * (s >> 1), 2 * t + (s & 1)), slots)
+        if shape == "m8n32k16":
+            return _lanes(lambda g, t, s, _: (2 * t + (s & 1), g + 8 * (s >> 1)), slots)
+        return _lanes(lambda g, t, s, _: (g + 8 * ((s >> 1) & 1), 2 * t + (s & 1) + 8 * (s >> 2)), slots)
+    if shape == "m8n8k4":
+        return _lanes((lambda g, t, s, _: (g, t)) if mat == "a" else (lambda g, t, s, _: (t, g)), slots)
+    if shape == "m16n16k8":
+        if mat == "a":
+            return _lanes(lambda g, t, s, _: (g + 8 * (s & 1), t + 4 * (s >> 1)), slots)
+        return _lanes(lambda g, t, s, _: (t + 4 * (s & 1), g + 8 * (s >> 1)), slots)
+    if ty in ("s4", "u4", "b1"):
+        per = 32 // BITS[ty]
+        return _lanes((lambda g, t, s, _: (g, per * t + s)) if mat == "a" else (lambda g, t, s, _: (per * t + s, g)),
+                      slots)
+    if ty in ("s8", "u8"):
+        if mat == "a":   # row g (+8, +16, +24 every four slots), k 4t..4t+3
+            return _lanes(lambda g, t, s, _: (g + 8 * (s >> 2), 4 * t + (s & 3)), slots)
+        if shape == "m32n8k16":
+            return _lanes(lambda g, t, s, _: (4 * t + s, g), slots)
+        return _lanes(lambda g, t, s, _: (4 * t + (s & 3), g + 8 * (s >> 2)), slots)
+    assert half
+    # f16 fragments hold every element twice over (their 8 registers), bf16 ones once
+    if mat == "a":
+        if shape == "m8n32k16":
+            return _lanes(lambda g, t, s, _: (g, 2 * t + (s & 1) + 8 * ((s >> 1) & 1)), slots)
+        if shape == "m32n8k16":
+            return _lanes(lambda g, t, s, _: (_f16a(g, t, s)[0] + 16 * (s >> 3), _f16a(g, t, s)[1]), slots)
+        return _lanes(lambda g, t, s, _: _f16a(g, t, s % 8), slots)
+    if shape == "m8n32k16":
+        return _lanes(lambda g, t, s, _: (2 * t + (s & 1) + 8 * ((s >> 2) & 1), g + 8 * ((s >> 1) & 1) + 16 * (s >> 3)),
+                      slots)
+    if shape == "m32n8k16":
+        return _lanes(lambda g, t, s, _: (2 * t + (s & 1) + 8 * ((s >> 1) & 1), g), slots)
+    return _lanes(lambda g, t, s, _: (2 * t + (s & 1) + 8 * ((s >> 1) & 1), g + 8 * ((s >> 2) & 1)), slots)

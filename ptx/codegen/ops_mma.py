@@ -1,0 +1,404 @@
+"""Tensor-core matrix products on the CPU: wmma.mma and mma.sync. A lane holds a fragment of A, B and C
+(mma_layouts.py); to compute its own elements of D it needs rows of A and columns of B that other lanes
+hold, so the warp exchanges words once (ops_warp.exchange, one table per form) and each lane then
+computes its elements alone (mma_arith.py). wmma.load/store and ldmatrix/stmatrix/movmatrix are in
+ops_mma_move.py. AMD GPUs: refused by name (no lowering to WMMA/MFMA yet)."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from ptx import ast as A
+from ptx.codegen import mma_arith as M
+from ptx.codegen import mma_layouts as L
+from ptx.codegen.function_emitter import FunctionEmitter, handles, semantic, unsupported
+from ptx.codegen.irtext import IRFunction
+from ptx.codegen.ops_warp import exchange
+
+ELEM_TYPES = ("f16", "bf16", "tf32", "f32", "f64", "s8", "u8", "s4", "u4", "b1", "s32", "e4m3", "e5m2")
+LAYOUTS = ("row", "col")
+RNDS = ("rn", "rz", "rm", "rp")
+WMMA_SHAPES = {"f16": ("m16n16k16", "m8n32k16", "m32n8k16"), "bf16": ("m16n16k16", "m8n32k16", "m32n8k16"),
+               "s8": ("m16n16k16", "m8n32k16", "m32n8k16"), "u8": ("m16n16k16", "m8n32k16", "m32n8k16"),
+               "tf32": ("m16n16k8",), "f64": ("m8n8k4",), "s4": ("m8n8k32",), "u4": ("m8n8k32",),
+               "b1": ("m8n8k128",)}
+MMA_SHAPES = {"f16": ("m8n8k4", "m16n8k8", "m16n8k16"), "bf16": ("m16n8k8", "m16n8k16"),
+              "tf32": ("m16n8k4", "m16n8k8"), "f64": ("m8n8k4", "m16n8k4", "m16n8k8", "m16n8k16"),
+              "s8": ("m8n8k16", "m16n8k16", "m16n8k32"), "u8": ("m8n8k16", "m16n8k16", "m16n8k32"),
+              "s4": ("m8n8k32", "m16n8k32", "m16n8k64"), "u4": ("m8n8k32", "m16n8k32", "m16n8k64"),
+              "b1": ("m8n8k128", "m16n8k128", "m16n8k256")}
+ACCUMULATORS = {"f16": ("f16", "f32"), "bf16": ("f32",), "tf32": ("f32",), "f64": ("f64",), "s8": ("s32",),
+                "u8": ("s32",), "s4": ("s32",), "u4": ("s32",), "b1": ("s32",)}
+
+
+def refuse_off_cpu(em):
+    if type(em) is not FunctionEmitter:
+        unsupported(em.cur_ins, f"{'.'.join((em.cur_ins.opcode,) + tuple(em.cur_ins.mods))} on this target "
+                                "(tensor-core instructions run on the CPU backend only)")
+
+
+class Form:
+    """What an mma instruction computes, from its modifiers."""
+
+    def __init__(self, ins):
+        mods = list(ins.mods)
+        self.wmma = ins.opcode == "wmma"
+        if self.wmma:
+            mods = mods[1:]              # 'mma'
+        known = {"sync", "aligned", "satfinite", "popc", "xor", "and", *LAYOUTS, *RNDS, *ELEM_TYPES}
+        shapes = [m for m in mods if L.shape_mnk(m)]
+        odd = [m for m in mods if m not in known and not L.shape_mnk(m)]
+        if odd or len(shapes) != 1 or "sync" not in mods or "aligned" not in mods:
+            unsupported(ins)
+        self.shape = shapes[0]
+        self.m, self.n, self.k = L.shape_mnk(self.shape)
+        lays = [m for m in mods if m in LAYOUTS]
+        types = [m for m in mods if m in ELEM_TYPES]
+        if self.wmma and len(types) == 2:
+            types = [types[0], "f16", "f16", types[1]]
+        if len(lays) != 2 or len(types) != 4:
+            unsupported(ins)
+        self.alayout, self.blayout = lays
+        self.dt, self.at, self.bt, self.ct = types
+        self.sat = "satfinite" in mods
+        self.rnd = next((m for m in mods if m in RNDS), None)
+        self.bitop = next((m for m in ("xor", "and") if m in mods), None)
+        self._check(ins)
+
+    def _check(self, ins):
+        at, bt, ct, dt, shape = self.at, self.bt, self.ct, self.dt, self.shape
+        if at in ("e4m3", "e5m2") or bt in ("e4m3", "e5m2"):
+            unsupported(ins, f"{ins.opcode}.{'.'.join(ins.mods)} (.e4m3/.e5m2: the H200's rounding of fp8 "
+                             "products is not matched yet)")
+        shapes = (WMMA_SHAPES if self.wmma else MMA_SHAPES).get(at, ())
+        same_ab = at == bt or (at in ("s8", "u8") and bt in ("s8", "u8") and not self.wmma) or \
+            (at in ("s4", "u4") and bt in ("s4", "u4") and not self.wmma)
+        ok = shape in shapes and same_ab and ct in ACCUMULATORS[at] and dt in ACCUMULATORS[at]
+        ok = ok and (self.bitop is not None) == (at == "b1") and (not self.sat or at in ("s8", "u8", "s4", "u4"))
+        ok = ok and (self.rnd is None or at == "f64") and (not self.rnd or self.wmma or self.rnd == "rn")
+        if not self.wmma and not (shape == "m8n8k4" and at == "f16"):
+            ok = ok and (self.alayout, self.blayout) == ("row", "col")
+        if self.wmma and at in ("s4", "u4", "b1"):
+            ok = ok and (self.alayout, self.blayout) == ("row", "col")
+        if shape == "m8n8k4" and at == "f16" and not self.wmma:
+            ok = ok and not (ct == "f32" and dt == "f16")
+        elif at == "f16" and not self.wmma:
+            ok = ok and ct == dt
+        if not ok:
+            unsupported(ins)
+
+    def key(self):
+        return (self.wmma, self.shape, self.at, self.bt, self.ct, self.dt, self.alayout, self.blayout)
+
+
+# ------------------------------------------------------------------ fragments and the exchange plan
+
+class Frag:
+    def __init__(self, layout, ty, regs, reg_bits):
+        self.layout, self.ty, self.regs, self.reg_bits = layout, ty, regs, reg_bits
+        self.bits = L.BITS[ty]
+        self.words = regs * reg_bits // 32
+
+    def place(self, slot):
+        """(first word, sub-element) of a slot within the fragment's words."""
+        bit = slot * self.bits
+        return bit // 32, (bit % 32) // self.bits if self.bits < 32 else 0
+
+
+def fragments(key):
+    wmma, shape, at, bt, ct, dt, al, bl = key
+    if wmma:
+        lay, regs = L.wmma_layout, L.wmma_regs
+        frag = lambda mat, ty, _lay: Frag(lay(shape, mat, ty), ty, regs(shape, mat, ty), 64 if ty == "f64" else 32)
+    else:
+        frag = lambda mat, ty, lay: Frag(L.mma_layout(shape, mat, ty, lay), ty, L.mma_regs(shape, mat, ty),
+                                        64 if ty == "f64" else 32)
+    return frag("a", at, al), frag("b", bt, bl), frag("c", ct, "row"), frag("d", dt, "row")
+
+
+def group_of(key):
+    """The lanes that share one product: mma.m8n8k4 .f16 runs four per warp."""
+    wmma, shape, at = key[:3]
+    if not wmma and shape == "m8n8k4" and at == "f16":
+        return L.m8n8k4_group
+    return lambda lane: 0
+
+
+class Plan:
+    """For every D slot (the same slot in every lane): where its A row, B column and C element come from,
+    as (source, sub-element) with source ('own', word) or ('got', index into the exchange's results)."""
+
+    def __init__(self, key):
+        fa, fb, fc, fd = self.frags = fragments(key)
+        grp = group_of(key)
+        m, n, k = L.shape_mnk(key[1])
+        if not key[0] and key[1] == "m8n8k4" and key[2] == "f16":
+            m, n, k = 8, 8, 4
+        self.k = k
+        base = {"a": 0, "b": fa.words, "c": fa.words + fb.words}
+        self.offered = fa.words + fb.words + fc.words
+        holder = {}
+        for mat, fr in (("a", fa), ("b", fb), ("c", fc)):
+            for lane, slots in enumerate(fr.layout):
+                for s, rc in enumerate(slots):
+                    w, sub = fr.place(s)
+                    holder.setdefault((mat, grp(lane), rc), (lane, base[mat] + w, sub))
+        self.sources = [[] for _ in range(32)]
+        got = {}
+
+        def source(locs):
+            """(kind, word) for a word wanted by every lane: its own, or one the exchange brings."""
+            if all(src == lane for lane, (src, _) in enumerate(locs)) and len({w for _, w in locs}) == 1:
+                return ("own", locs[0][1])
+            j = got.get(tuple(locs))
+            if j is None:
+                j = got[tuple(locs)] = len(self.sources[0])
+                for lane, loc in enumerate(locs):
+                    self.sources[lane].append(loc)
+            return ("got", j)
+
+        def request(mat, cell, wide):
+            locs = [holder[(mat, grp(lane), cell(lane))] for lane in range(32)]
+            subs = {sub for _, _, sub in locs}
+            words = [source([(src, w + i) for src, w, _ in locs]) for i in range(2 if wide else 1)]
+            # where the element sits in its word: the same in every lane, or lane by lane
+            return words, subs.pop() if len(subs) == 1 else tuple(sub for _, _, sub in locs)
+
+        self.slots = []
+        for s in range(len(fd.layout[0])):
+            rc = lambda lane: fd.layout[lane][s]
+            arow = [request("a", lambda lane, q=q: (rc(lane)[0], q), fa.bits == 64) for q in range(k)]
+            bcol = [request("b", lambda lane, q=q: (q, rc(lane)[1]), fb.bits == 64) for q in range(k)]
+            c = request("c", rc, fc.bits == 64)
+            self.slots.append((arow, bcol, c))
+
+
+@lru_cache(maxsize=None)
+def plan(key):
+    return Plan(key)
+
+
+# ------------------------------------------------------------------ lowering
+
+def _vector(ins, op, n, what):
+    elems = op.elems if isinstance(op, A.Vector) else [op]
+    if len(elems) != n:
+        semantic(ins, f"{what} needs {n} registers, has {len(elems)}")
+    return elems
+
+
+def read_words(em, regs, reg_bits):
+    """The i32 words of a fragment's registers (a 64-bit register: low word first)."""
+    f = em.f
+    out = []
+    for r in regs:
+        if reg_bits == 64:
+            v = em.read(r, "b64")
+            out += [f.op(f"trunc i64 {v} to i32"), f.op(f"trunc i64 {f.op(f'lshr i64 {v}, 32')} to i32")]
+        else:
+            out.append(em.read(r, "b32"))
+    return out
+
+
+def write_slots(em, regs, frag, values):
+    """Pack slot values (iN of the fragment's element width) into its registers and write them."""
+    for r, v in zip(regs, _pack(em, frag, values)):
+        em.write(r, v, "b64" if frag.reg_bits == 64 else "b32")
+
+
+class Elements:
+    """Element values from the exchanged words, each extracted (and decoded) once."""
+
+    def __init__(self, em, got, own):
+        self.em, self.got, self.own, self.memo = em, got, own, {}
+
+    def word(self, src):
+        return self.got[src[1]] if src[0] == "got" else self.own[src[1]]
+
+    def raw(self, req, bits):
+        words, sub = req
+        key = ("raw", tuple(words), sub, bits)
+        if key not in self.memo:
+            f = self.em.f
+            if bits == 64:
+                lo = f.op(f"zext i32 {self.word(words[0])} to i64")
+                hi = f.op(f"zext i32 {self.word(words[1])} to i64")
+                self.memo[key] = f.op(f"or i64 {lo}, {f.op(f'shl i64 {hi}, 32')}")
+            elif bits == 32:
+                self.memo[key] = self.word(words[0])
+            else:
+                shift = sub * bits if isinstance(sub, int) else self.lane_shift(sub, bits)
+                v = f.op(f"lshr i32 {self.word(words[0])}, {shift}") if shift else self.word(words[0])
+                self.memo[key] = f.op(f"trunc i32 {v} to i{bits}")
+        return self.memo[key]
+
+    def lane_shift(self, subs, bits):
+        """i32 bit offset of an element whose place in its word depends on the lane (a constant table)."""
+        em, f = self.em, self.em.f
+        name = "mma.shift." + "".join(f"{s * bits:02x}" for s in subs)
+        body = ", ".join(f"i8 {s * bits}" for s in subs)
+        em.m.add_helper(name, f'@"{name}" = private unnamed_addr constant [32 x i8] [{body}]')
+        p = f.op(f'getelementptr [32 x i8], ptr @"{name}", i32 0, i32 {em.lane_id()}')
+        return f.op(f"zext i8 {f.op(f'load i8, ptr {p}')} to i32")
+
+    def cached(self, req, tag, fn):
+        key = (tag, tuple(req[0]), req[1])
+        if key not in self.memo:
+            self.memo[key] = fn()
+        return self.memo[key]
+
+
+def _int_elem(em, els, req, ty):
+    bits = L.BITS[ty]
+    return els.cached(req, ty, lambda: em.f.op(f"{'sext' if ty[0] == 's' else 'zext'} i{bits} "
+                                               f"{els.raw(req, bits)} to i32"))
+
+
+def _float_elem(em, els, req, ty):
+    return els.cached(req, "num" + ty, lambda: M.decode(em, els.raw(req, L.BITS[ty]), ty))
+
+
+def compute_slot(em, form, pl, els, arow, bcol, creq):
+    """The D element of one slot: iN bits of the D type."""
+    f = em.f
+    at, bt, ct, dt = form.at, form.bt, form.ct, form.dt
+    if at == "b1":
+        if any(sa != q % 32 for q, (_, sa) in enumerate(arow)) or \
+                any(sb != q % 32 for q, (_, sb) in enumerate(bcol)):
+            raise AssertionError("b1 rows are not whole words")
+        pairs = [(els.word(arow[q][0][0]), els.word(bcol[q][0][0])) for q in range(0, pl.k, 32)]
+        return M.popc_dot(em, pairs, els.raw(creq, 32), form.bitop)
+    if at in ("s8", "u8", "s4", "u4"):
+        pairs = [(_int_elem(em, els, a, at), _int_elem(em, els, b, bt)) for a, b in zip(arow, bcol)]
+        return M.int_dot(em, pairs, els.raw(creq, 32), form.sat, at[0] == "s" or bt[0] == "s")
+    if at == "f64":
+        dbl = lambda r: els.cached(r, "f64", lambda: f.op(f"bitcast i64 {els.raw(r, 64)} to double"))
+        nan = 0xFFF8000000000000 if not form.wmma and form.shape in ("m16n8k8", "m16n8k16") else 0x7FFFFFFFFFFFFFFF
+        pairs = [(dbl(a), dbl(b)) for a, b in zip(arow, bcol)]
+        return M.f64_chain(em, pairs, dbl(creq), form.rnd or "rn", nan - (1 << 64 if nan >> 63 else 0))
+    if not form.wmma and form.shape == "m8n8k4":
+        half = lambda r: els.cached(r, "h2f", lambda: f.op(f"fpext half {f.op(f'bitcast i16 {els.raw(r, 16)} to half')} to float"))
+        prods = [f.op(f"fmul float {half(a)}, {half(b)}") for a, b in zip(arow, bcol)]
+        c = half(creq) if ct == "f16" else f.op(f"bitcast i32 {els.raw(creq, 32)} to float")
+        return M.m8n8k4_f16(em, prods, c, ct, dt)
+    pairs = [(_float_elem(em, els, a, at), _float_elem(em, els, b, bt)) for a, b in zip(arow, bcol)]
+    c = _float_elem(em, els, creq, ct)
+    out = "f32" if dt == "f32" else ("f16-acc" if ct == "f16" else "f16")
+    return M.tensor_dot(em, pairs, c, out, block=4 if form.wmma and at == "tf32" else None)
+
+
+class _Body:
+    """The out-of-line function that computes a lane's D from its exchange row (one per form and module:
+    a kernel runs the same mma at many sites). What the arithmetic needs of an emitter."""
+
+    def __init__(self, m):
+        self.m, self.f, self.cur_ins = m, IRFunction(), None
+
+    def lane_id(self):
+        return "%lane"
+
+    call = FunctionEmitter.call
+
+
+def _compute_fn(em, form, pl):
+    """Name of `void (ptr row, i32 lane)`: reads the row's offered and received words, leaves the D words
+    after the received ones."""
+    key = form.key() + (form.sat, form.rnd, form.bitop)
+    name = "mma." + ".".join(str(x) for x in key)
+    if name in em.m.helpers:
+        return name
+    b = _Body(em.m)
+    f = b.f
+    n_out = len(pl.sources[0])
+    at = lambda i: f.op(f"getelementptr i32, ptr %row, i32 {i}")
+    own = [f.op(f"load i32, ptr {at(i)}") for i in range(pl.offered)]
+    got = [f.op(f"load i32, ptr {at(pl.offered + j)}") for j in range(n_out)]
+    els = Elements(b, got, own)
+    values = [compute_slot(b, form, pl, els, arow, bcol, c) for arow, bcol, c in pl.slots]
+    fd = pl.frags[3]
+    words = []
+    for v in _pack(b, fd, values):
+        if fd.reg_bits == 64:
+            words += [f.op(f"trunc i64 {v} to i32"), f.op(f"trunc i64 {f.op(f'lshr i64 {v}, 32')} to i32")]
+        else:
+            words.append(v)
+    for i, w in enumerate(words):
+        f.emit(f"store i32 {w}, ptr {at(pl.offered + n_out + i)}")
+    f.term("ret void")
+    text = "\n".join([f'define internal void @"{name}"(ptr %row, i32 %lane) nounwind {{', "entry:"] +
+                      f.entry_allocas + f.lines + ["}"])
+    em.m.add_helper(name, text)
+    return name
+
+
+def _pack(em, frag, values):
+    """Register values (i32, or i64 for .f64) holding slot values of the fragment's element width."""
+    f = em.f
+    per = frag.reg_bits // frag.bits
+    if frag.reg_bits == 64 or per == 1:
+        return values
+    out = []
+    for i in range(frag.regs):
+        word = "0"
+        for j in range(per):
+            v = f.op(f"zext i{frag.bits} {values[i * per + j]} to i32")
+            word = f.op(f"or i32 {word}, {f.op(f'shl i32 {v}, {j * frag.bits}')}")
+        out.append(word)
+    return out
+
+
+def lower_mma(em, ins):
+    refuse_off_cpu(em)
+    form = Form(ins)
+    pl = plan(form.key())
+    fa, fb, fc, fd = pl.frags
+    ops = ins.operands
+    if len(ops) != 4:
+        semantic(ins, "needs d, a, b, c")
+    d = _vector(ins, ops[0], fd.regs, "d")
+    words = []
+    for op, fr, what in ((ops[1], fa, "a"), (ops[2], fb, "b"), (ops[3], fc, "c")):
+        words += read_words(em, _vector(ins, op, fr.regs, what), fr.reg_bits)
+    fn = _compute_fn(em, form, pl)
+    f = em.f
+
+    def then(row):
+        f.emit(f'call void @"{fn}"(ptr {row.ptr}, i32 {em.lane_id()})')
+        res = [row.load(row.free_at + i) for i in range(fd.words)]
+        for i, r in enumerate(d):
+            if fd.reg_bits == 64:
+                lo, hi = (f.op(f"zext i32 {w} to i64") for w in res[2 * i:2 * i + 2])
+                em.write(r, f.op(f"or i64 {lo}, {f.op(f'shl i64 {hi}, 32')}"), "b64")
+            else:
+                em.write(r, res[i], "b32")
+    exchange(em, words, pl.sources, then, room=fd.words)
+
+
+@handles("mma")
+def op_mma(em, ins):
+    if "sp" in ins.mods or any(m.startswith("sp::") or m.startswith("kind") or m == "block_scale"
+                               for m in ins.mods):
+        unsupported(ins)
+    lower_mma(em, ins)
+
+
+@handles("wmma")
+def op_wmma(em, ins):
+    from ptx.codegen import ops_mma_move
+    kind = ins.mods[0] if ins.mods else None
+    if kind == "mma":
+        lower_mma(em, ins)
+    elif kind == "load":
+        ops_mma_move.wmma_load(em, ins)
+    elif kind == "store":
+        ops_mma_move.wmma_store(em, ins)
+    else:
+        unsupported(ins)
+
+
+def fragment_of(ins, mat, shape, ty):
+    """The wmma fragment (Frag) a load or store moves."""
+    if re.fullmatch(r"m\d+n\d+k\d+", shape) is None:
+        unsupported(ins)
+    return Frag(L.wmma_layout(shape, mat, ty), ty, L.wmma_regs(shape, mat, ty), 64 if ty == "f64" else 32)
