@@ -1,10 +1,11 @@
-/* The C fast path: cuMemAlloc, cuMemFree and the synchronous cuMemcpy forms answered without entering
- * Python when everything is ordinary (the cffi hop into Python alone costs about a microsecond). Python
- * stays the authority: it tells this file which context each thread has current, bumps a generation
- * whenever any context's state changes (destroy, reset, sticky error), counts busy and capturing streams,
- * and mirrors every allocation of its index into the range table here. Whatever is unusual (an error, a
- * busy stream, a stale generation, an unknown range) returns -1 and the Python handler runs, so errors are
- * reported and logged in one place.
+/* The C fast path: cuMemAlloc, cuMemFree, the synchronous cuMemcpy forms and cuCtxGetCurrent answered
+ * without entering Python when everything is ordinary (the cffi hop into Python alone costs about a
+ * microsecond). Python stays the authority: it tells this file which context each thread has current, bumps
+ * a generation whenever any context's state changes (destroy, reset, sticky error), counts busy and
+ * capturing streams, and mirrors every allocation of its index into the range table here. Whatever is
+ * unusual (an error, a stream with Python work, a stale generation, an unknown range) returns -1 and the
+ * Python handler runs, so errors are reported and logged in one place. Streams busy with native launches
+ * only are waited for here, through the launch queue (fastlaunch.c).
  *
  * Allocations made here exist only in the range table ("C-only") until a Python lookup needs them: Python
  * then adopts them all (zl_range_adopt) and owns them from there on (a C free then falls back to Python).
@@ -26,6 +27,7 @@
 static atomic_int fp_enabled;
 static atomic_uint_fast64_t fp_generation = 1;
 static atomic_int_fast64_t fp_busy;          /* busy or capturing streams, all contexts together */
+static atomic_int fp_capturing;              /* stream captures under way: calls must be recorded */
 
 /* The calling thread's current context as Python last published it; valid only while tl_generation is
  * the global generation. */
@@ -60,16 +62,38 @@ int64_t zl_fast_busy_count(void)
     return atomic_load(&fp_busy);
 }
 
-/* need_idle: a stream with queued work must run before a synchronous copy or a free. The busy count is
- * read before the generation: a faulting kernel's stream sets the sticky error (bumping the generation)
- * before it stops counting as busy, so a copy that sees no busy stream also sees the new generation. */
+/* The launch queue counts its streams' busy transitions here itself (launchq_streams.c). */
+int64_t *zl_fast_busy_address(void)
+{
+    return (int64_t *)&fp_busy;
+}
+
+void zl_fast_capture(int32_t delta)
+{
+    atomic_fetch_add(&fp_capturing, delta);
+    atomic_fetch_add(&fp_busy, delta);
+}
+
+/* need_idle: queued work must run before a synchronous copy (ZL_QUIESCE_COPY: what the legacy stream
+ * waits for) or a free (ZL_QUIESCE_ALL): with busy streams, the launch queue waits for it when it is all
+ * native launches, else Python does. The busy count is read before the generation: a faulting kernel's
+ * stream sets the sticky error (bumping the generation) before it stops counting as busy, so a copy that
+ * sees no busy stream also sees the new generation; a fault the wait finds sends the call to Python. */
 static inline int current_ok(int need_idle)
 {
     if (!atomic_load_explicit(&fp_enabled, memory_order_relaxed))
         return 0;
-    if (need_idle && atomic_load_explicit(&fp_busy, memory_order_acquire) != 0)
+    if (need_idle && atomic_load_explicit(&fp_busy, memory_order_acquire) != 0
+        && (tl_ctx == 0 || atomic_load(&fp_capturing) || zl_fast_quiesce(tl_ctx, need_idle) != 0))
         return 0;
     return tl_ctx != 0 && tl_generation == atomic_load_explicit(&fp_generation, memory_order_acquire);
+}
+
+uint64_t zl_fast_context(void)
+{
+    if (atomic_load_explicit(&fp_capturing, memory_order_relaxed) || !current_ok(0))
+        return 0;
+    return tl_ctx;
 }
 
 /* --- range table ------------------------------------------------------------------------------------- */
@@ -341,6 +365,15 @@ int zl_fast_ctx_get_device(uint64_t out)
     return 0;
 }
 
+/* A context published here is live, not sticky and not a released primary: Python answers the others. */
+int zl_fast_ctx_get_current(uint64_t out)
+{
+    if (!out || !current_ok(0))
+        return -1;
+    memcpy((void *)(uintptr_t)out, &tl_ctx, sizeof tl_ctx);
+    return 0;
+}
+
 int zl_fast_mem_alloc(uint64_t dptr, uint64_t size)
 {
     if (!current_ok(0) || !dptr || !size)
@@ -363,11 +396,13 @@ int zl_fast_mem_alloc(uint64_t dptr, uint64_t size)
 
 int zl_fast_mem_free(uint64_t dptr)
 {
-    if (!current_ok(1) || !dptr)
+    if (!current_ok(ZL_QUIESCE_ALL) || !dptr)
         return -1;
     pthread_mutex_lock(&range_lock);
     size_t i = upper_bound(dptr);
-    if (i == 0 || ranges[i - 1].base != dptr || !ranges[i - 1].c_only) {
+    /* another context's block: its streams were not waited for (Python waits for the owner's) */
+    if (i == 0 || ranges[i - 1].base != dptr || !ranges[i - 1].c_only
+        || (ranges[i - 1].owner != tl_ctx && atomic_load(&fp_busy) != 0)) {
         pthread_mutex_unlock(&range_lock);
         return -1;
     }
@@ -381,7 +416,7 @@ int zl_fast_mem_free(uint64_t dptr)
  * (unified addressing), checked to be mapped. */
 int zl_fast_copy(uint64_t dst, uint64_t src, uint64_t n, int dst_device, int src_device)
 {
-    if (!current_ok(1))
+    if (!current_ok(ZL_QUIESCE_COPY))
         return -1;
     if (n == 0)
         return 0;

@@ -170,6 +170,16 @@ FAST_PATHS = {"cuMemAlloc_v2": "zl_fast_mem_alloc({0}, {1})", "cuMemFree_v2": "z
 for _name, _kinds in _COPY_KINDS.items():
     for _n in (_name, _name + "_ptds"):
         FAST_PATHS[_n] = "zl_fast_copy({0}, {1}, {2}, " + _kinds + ")"
+# src/fastlaunch.c: launches, synchronizes and queries through the CPU backend's launch queue
+FAST_PATHS["cuCtxGetCurrent"] = "zl_fast_ctx_get_current({0})"
+FAST_PATHS["cuCtxSynchronize"] = "zl_fast_ctx_synchronize(0)"
+FAST_PATHS["cuCtxSynchronize_v2"] = "zl_fast_ctx_synchronize({0})"
+for _suffix, _pt in (("", 0), ("_ptsz", 1)):
+    FAST_PATHS["cuLaunchKernel" + _suffix] = \
+        "zl_fast_launch({0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, %d)" % _pt
+    FAST_PATHS["cuLaunchKernelEx" + _suffix] = "zl_fast_launch_ex({0}, {1}, {2}, {3}, %d)" % _pt
+    FAST_PATHS["cuStreamSynchronize" + _suffix] = "zl_fast_stream_synchronize({0}, %d)" % _pt
+    FAST_PATHS["cuStreamQuery" + _suffix] = "zl_fast_stream_query({0}, %d)" % _pt
 
 
 def signatures(decls):

@@ -1,6 +1,7 @@
-"""Keeps the shim's C fast path (src/fastpath.c) in step with the driver: which context each thread has
-current, when contexts change state, how many streams are busy or capturing, the devices' fixed
-attributes. No-ops without the shim."""
+"""Keeps the shim's C fast path (src/fastpath.c, src/fastlaunch.c) in step with the driver: which context
+each thread has current, when contexts change state, how many streams are busy or capturing, the devices'
+fixed attributes, the functions launched so far and the launch queue that runs them. No-ops without the
+shim."""
 
 from zluda_py import log, native, profile
 
@@ -10,6 +11,8 @@ _set_current = None
 _busy = None
 _invalidate = None
 _devices_published = False
+_queue_armed = False
+_published: set = set()     # (function or kernel handle, context handle) the C launch path knows
 
 
 def _decide() -> None:
@@ -38,6 +41,7 @@ def _decide() -> None:
     ON = True
     lib.zl_fast_enable(1)
     publish_devices()
+    _arm_queue()
 
 
 def publish_devices() -> None:
@@ -94,11 +98,74 @@ def refresh(ctx) -> None:
 
 def invalidate() -> None:
     """Every thread's published context must be checked by Python again (a context was destroyed, reset,
-    or got a sticky error)."""
+    or got a sticky error); the C launch path forgets the functions it was given."""
     if _invalidate is not None:
         _invalidate()
     elif not _decided and native.lib is not None:
         native.lib.zl_fast_invalidate()
+    forget_functions()
+
+
+def launched(hfunc: int, ctx, f) -> None:
+    """A launch of `hfunc` (a CUfunction or CUkernel handle) in `ctx` passed every check and went to the
+    stream on the Python path: later ordinary ones may be made in C. Re-arms the thread's context too."""
+    if not ON:
+        return
+    if (hfunc, ctx.handle) not in _published and (_queue_armed or _arm_queue()):
+        _publish_function(hfunc, ctx, f)
+    publish(ctx)
+
+
+def _arm_queue() -> bool:
+    """Give C the launch queue's entry points: synchronize and query as soon as the queue's library is
+    loaded, launches once it runs them (the CPU runtime is loaded). True when launches are armed."""
+    global _queue_armed
+    from zluda_py.backends.cpu import launchq
+    q = launchq.get()
+    if q is None:
+        return False
+    addr = [int(launchq.ffi.cast("uintptr_t", launchq.ffi.addressof(q, n)))
+            for n in ("zq_fast_launch", "zq_fast_sync", "zq_fast_query")]
+    _queue_armed = launchq._launcher is not None
+    native.lib.zl_fast_set_queue(addr[0] if _queue_armed else 0, addr[1], addr[2])
+    return _queue_armed
+
+
+def _publish_function(hfunc: int, ctx, f) -> None:
+    fn = f.backend_fn
+    native_info = getattr(fn, "native", None)
+    if native_info is None:
+        return          # a kernel only its Python launcher runs
+    address, static_shared, frame_bytes, native_size = native_info
+    info = f.info
+    if native_size > info.param_size:
+        return
+    gmax, bmax, max_threads, max_shared = f.launch_limits()
+    limits = [*gmax, *bmax, max_threads, max_shared]
+    if any(not 0 <= v < 2**32 for v in limits):
+        return
+    ffi = native.ffi
+    plan = ffi.new("uint32_t[]", [x for p in info.params for x in (p.offset, p.size)] or [0])
+    if native.lib.zl_fast_publish_function(hfunc, ctx.handle, address, static_shared, frame_bytes,
+                                           info.param_size, len(info.params), plan,
+                                           ffi.new("uint32_t[8]", limits)) == 0:
+        _published.add((hfunc, ctx.handle))
+
+
+def forget_functions() -> None:
+    """A module was unloaded, a function's attributes changed, a context changed state: C forgets every
+    function it was given (the next launch of each goes through Python, which gives it again)."""
+    if _published:
+        _published.clear()
+        native.lib.zl_fast_forget_functions()
+
+
+def capture(delta: int) -> None:
+    """A stream capture began (+1) or ended (-1): launches, synchronizes and synchronous copies go through
+    Python, which records or refuses them."""
+    lib = native.lib
+    if lib is not None:
+        lib.zl_fast_capture(delta)
 
 
 def stream_busy(delta: int) -> None:

@@ -144,6 +144,20 @@ class BackendStream(ABC):
     def destroy(self) -> None:
         pass
 
+    def register(self, ctx_handle: int, handle: int, blocking: bool, thread: int):
+        """Name the stream for a fast path that works on it without the driver (CUstream `handle`, 1 for
+        the legacy and 2 for a per-thread default stream, whose owner `thread` is threading.get_ident()).
+        A backend that counts busy streams itself answers its context's count (an int64_t * that is 0 when
+        no stream of it is busy; `counted()` says which) and never calls on_busy; None otherwise."""
+        return None
+
+    def unregister(self) -> None:
+        """The stream left its context (destroyed, or a default stream dropped): fast paths forget it."""
+
+    def counted(self) -> bool:
+        """With register's count: this stream counts as busy."""
+        return True
+
 
 class Backend(ABC):
     name: str = "?"

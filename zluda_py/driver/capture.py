@@ -39,7 +39,7 @@ class Capture:
         self.recorders: list = []
         self.active = True
         graph.capturing = self
-        fastpath.stream_busy(1)     # synchronous copies go through Python, which records them
+        fastpath.capture(1)     # launches and synchronous copies go through Python, which records them
 
     def attach(self, stream, deps) -> "CaptureRecorder":
         rec = CaptureRecorder(self, stream, deps)
@@ -49,7 +49,7 @@ class Capture:
 
     def end(self) -> None:
         if self.active:
-            fastpath.stream_busy(-1)
+            fastpath.capture(-1)
         self.active = False
         self.graph.capturing = None
         for rec in self.recorders:

@@ -85,8 +85,10 @@ class Context:
         self.per_thread_streams: set = set()      # per-thread default streams, dropped at thread exit
         self.legacy = None                        # the legacy default stream, made on first use
         # The streams that may have work queued (their backend streams say when they turn busy and idle;
-        # stream.py): what the legacy stream's implicit waits and idle() look at.
+        # stream.py): what the legacy stream's implicit waits and idle() look at. Streams the shim's fast
+        # path knows are counted in C instead: busy_cells is their context's count (an int64_t *).
         self.busy_streams: set = set()
+        self.busy_cells = None
         self.generation = 0                       # bumped by teardown: per-thread streams made before are stale
         self._hooks: list = []
         handles.new(self)
@@ -129,11 +131,21 @@ class Context:
             out.append(self.legacy)
         return out
 
+    def any_busy(self) -> bool:
+        """Whether some stream may have work queued (busy_list says which; their query() for sure)."""
+        return bool(self.busy_streams) or (self.busy_cells is not None and self.busy_cells[0] != 0)
+
+    def busy_list(self) -> list:
+        """The streams that may have work queued."""
+        out = list(self.busy_streams)
+        if self.busy_cells is not None and self.busy_cells[0]:
+            out.extend(s for s in self.all_streams() if s.backend.counted())
+        return out
+
     def idle(self) -> bool:
         """True when no stream of the context has work queued or running."""
-        busy = self.busy_streams
-        if busy:
-            for s in list(busy):
+        if self.any_busy():
+            for s in self.busy_list():
                 if not s.backend.query():
                     return False
         return True
@@ -397,6 +409,8 @@ def ctx_get_current(pctx):
     init.require_init()
     ctx = current_context_or_none()
     cmem.write_ptr(pctx, ctx.handle if ctx is not None and not ctx.destroyed else 0, "pctx")
+    if ctx is not None and fastpath.ON:
+        fastpath.publish(ctx)   # re-arm the C fast path (it sends calls here after a generation change)
 
 
 def _current_for_get_device() -> Context:
@@ -425,12 +439,17 @@ def ctx_get_device_v2(device_out, h):
 
 @export("cuCtxSynchronize")
 def ctx_synchronize():
-    current_context(False).synchronize()
+    ctx = current_context(False)
+    ctx.synchronize()
+    if fastpath.ON:
+        fastpath.publish(ctx)
 
 
 @export("cuCtxSynchronize_v2")
 def ctx_synchronize_v2(h):
     context_from_handle(h).synchronize()
+    if fastpath.ON:
+        fastpath.publish(current_context_or_none())
 
 
 @export("cuCtxGetFlags")

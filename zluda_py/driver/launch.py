@@ -6,7 +6,7 @@ from __future__ import annotations
 import struct
 import weakref
 
-from zluda_py import cmem
+from zluda_py import cmem, fastpath
 from zluda_py.backends.cpu import launchq
 from zluda_py.dispatch import export
 from zluda_py.driver import context as ctxmod
@@ -156,6 +156,8 @@ def launch(hfunc, grid, block, shared, hstream, kernel_params, extra, per_thread
                             f"{f.name}: cooperative grid of {blocks} blocks > {most} co-resident blocks")
     s = streammod.resolve_stream(hstream, per_thread)
     s.launch(f.backend_fn, grid, block, shared, params, cooperative)
+    if fastpath.ON and not (cooperative or extra or packed is not None):
+        fastpath.launched(hfunc, ctx, f)        # the C fast path may make the next such launch
 
 
 @export("cuLaunchKernel")

@@ -72,7 +72,7 @@ def _sync_copy(dst_kind, src_kind, per_thread):
         else:
             stream = ctx.legacy or legacy_stream(ctx)
             # What begin() answers for the legacy stream when no other stream is busy or capturing.
-            if not ctx.busy_streams and stream.capture is None:
+            if not ctx.any_busy() and stream.capture is None:
                 bs = stream.backend
                 waited = False
             else:

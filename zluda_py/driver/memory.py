@@ -101,7 +101,7 @@ def mem_free(dptr):
         raise CudaError(CUDA_ERROR_INVALID_VALUE, f"cuMemFree({dptr:#x}): {why}")
     a.freeing = True
     owner = a.ctx
-    if owner is not None and owner.busy_streams:     # what _quiesce asks, inlined: cuMemFree is hot
+    if owner is not None and owner.any_busy():     # what _quiesce asks: cuMemFree is hot
         _quiesce(owner)
     if a.kind == "device":
         INDEX.remove(a)

@@ -7,7 +7,7 @@ import os
 import threading
 import time
 
-from zluda_py import cmem, fatbin, handles, log, profile
+from zluda_py import cmem, fastpath, fatbin, handles, log, profile
 from zluda_py.dispatch import export, fatal
 from zluda_py.driver import context as ctxmod
 from zluda_py.driver import init, jit
@@ -168,6 +168,7 @@ class Function:
             raise CudaError(CUDA_ERROR_INVALID_VALUE, f"shared memory carveout {value} is not -1..100")
         self.settable[attrib] = value
         self._limits = None
+        fastpath.forget_functions()     # the C launch path checked launches against the old limits
 
 
 class Module:
@@ -241,6 +242,7 @@ class Module:
         if self.unloaded:
             return
         self.unloaded = True
+        fastpath.forget_functions()     # its functions' handles are dead
         for a in self._allocations:
             INDEX.remove(a)
         self._allocations = []

@@ -47,17 +47,23 @@ class Stream:
         self.generation = ctx.generation
         self.backend = init.BACKEND.stream_create(ctx.device, flags, priority)
         self.backend.on_fault = self._on_fault
-        if self.backend.reports_busy:
-            self.backend.on_busy = self._on_busy
-        else:
-            ctx.busy_streams.add(self)      # never known idle: always asked
-            self._on_busy(True)
         self.blocking = kind != "legacy" and not flags & CU_STREAM_NON_BLOCKING
         if kind == "user":
             handles.new(self)
             ctx.streams.add(self)
         else:
             self.handle = CU_STREAM_LEGACY if kind == "legacy" else CU_STREAM_PER_THREAD
+        # Known to the shim's fast path, which launches on it and counts it busy without Python: the
+        # context then asks it whenever its count says some stream may be busy (context.busy_list).
+        counter = self.backend.register(ctx.handle, self.handle, self.blocking,
+                                        threading.get_ident() if kind == "per_thread" else 0)
+        if counter is not None:
+            ctx.busy_cells = counter
+        elif self.backend.reports_busy:
+            self.backend.on_busy = self._on_busy
+        else:
+            ctx.busy_streams.add(self)      # never known idle: always asked
+            self._on_busy(True)
 
     def _on_fault(self, err: CudaError) -> None:
         self.ctx.set_sticky_error(err.code, err.message)
@@ -83,9 +89,8 @@ class Stream:
         if self.capture is not None:
             return self.capture
         if self.kind == "legacy":
-            busy = self.ctx.busy_streams
-            if busy:
-                for s in list(busy):
+            if self.ctx.any_busy():
+                for s in self.ctx.busy_list():
                     if s.blocking and not s.backend.query():
                         self._wait_for(s)
         elif self.blocking:
@@ -110,6 +115,11 @@ class Stream:
         self.ctx.busy_streams.discard(self)
         self.backend.destroy()
 
+    def retire(self) -> None:
+        """A default stream left its context (teardown, its thread's end): the fast path forgets it."""
+        self.ctx.busy_streams.discard(self)
+        self.backend.unregister()
+
 
 def legacy_stream(ctx) -> Stream:
     s = ctx.legacy
@@ -128,7 +138,7 @@ class _ThreadStreams(dict):
     def __del__(self):
         for s in self.values():
             s.ctx.per_thread_streams.discard(s)
-            s.ctx.busy_streams.discard(s)
+            s.retire()
 
 
 def per_thread_stream(ctx) -> Stream:
@@ -137,6 +147,8 @@ def per_thread_stream(ctx) -> Stream:
         table = _tls.streams = _ThreadStreams()
     s = table.get(ctx.id)
     if s is None or s.generation != ctx.generation:
+        if s is not None:
+            s.retire()
         s = table[ctx.id] = Stream(ctx, kind="per_thread")
         ctx.per_thread_streams.add(s)
     return s
@@ -174,6 +186,8 @@ def _default_unchecked(per_thread):
 def _destroy_context_streams(ctx) -> None:
     for s in list(ctx.streams):
         s.destroy()
+    for s in list(ctx.per_thread_streams) + ([ctx.legacy] if ctx.legacy is not None else []):
+        s.retire()
 
 
 # --- entry points --------------------------------------------------------------------------------------
@@ -220,16 +234,24 @@ def _query(s):
     if not s.backend.query():
         return CUDA_ERROR_NOT_READY
     s.synchronize()   # idle: returns at once, or raises the fault the stream's work hit
+    _rearm()
+
+
+def _rearm():
+    if fastpath.ON:     # the C fast path sends calls here after a generation change: re-arm it
+        fastpath.publish(ctxmod.current_context_or_none())
 
 
 @export("cuStreamSynchronize")
 def stream_synchronize(h):
     resolve_stream(h).synchronize()
+    _rearm()
 
 
 @export("cuStreamSynchronize_ptsz")
 def stream_synchronize_ptsz(h):
     resolve_stream(h, True).synchronize()
+    _rearm()
 
 
 def _wait_event(s, hevent, flags):

@@ -18,6 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "launchq.h"
+
 #if defined(__x86_64__) || defined(__i386__)
 #define cpu_relax() __builtin_ia32_pause()
 #elif defined(__aarch64__)
@@ -25,10 +27,6 @@
 #else
 #define cpu_relax() ((void)0)
 #endif
-
-#define MAX_LANES 16
-#define LANE_OF(t) ((uint32_t)((t) & (MAX_LANES - 1)))
-#define DONE_STRIDE 8               /* uint64_t words between lanes' done counters: one cache line each */
 
 typedef int32_t (*last_fault_fn)(void *out);
 typedef void (*reserve_fn)(int32_t delta);
@@ -63,8 +61,7 @@ struct lane {
 } __attribute__((aligned(64)));
 
 static struct lane lanes[MAX_LANES];
-/* lane l's done counter is done[l * DONE_STRIDE]: the ticket of its last item run (Python reads it) */
-static _Atomic uint64_t done[MAX_LANES * DONE_STRIDE] __attribute__((aligned(64)));
+_Atomic uint64_t zq_done[MAX_LANES * DONE_STRIDE] __attribute__((aligned(64)));
 
 static struct {
     pthread_mutex_t seq_mu;                  /* tickets of every lane are numbered in one sequence */
@@ -97,17 +94,13 @@ static void futex_wake_all(_Atomic uint32_t *addr) {
     syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 }
 
-static inline int reached(uint64_t ticket) {
-    return atomic_load_explicit(&done[LANE_OF(ticket) * DONE_STRIDE], memory_order_acquire) >= ticket;
-}
-
 /* The next queued item of lane L, when no other thread is running one of it and (limit != 0) ticket
    `limit` has not run yet: the caller then runs it (run_item). A lane's items run one at a time, in
    ticket order, on its launcher or on a host thread waiting for one (zq_wait), whichever comes first. */
 static struct item *take(struct lane *L, uint64_t limit) {
     struct item *it = NULL;
     pthread_mutex_lock(&L->mu);
-    if (L->head && !L->running && (!limit || !reached(limit))) {
+    if (L->head && !L->running && (!limit || !zq_reached(limit))) {
         it = L->head;
         L->head = it->next;
         if (!L->head) L->tail = NULL;
@@ -180,7 +173,7 @@ static void run_item(struct lane *L, struct item *it) {
     }
     free(it);
     pthread_mutex_lock(&L->mu);
-    atomic_store(&done[LANE_OF(ticket) * DONE_STRIDE], ticket);
+    atomic_store(&zq_done[LANE_OF(ticket) * DONE_STRIDE], ticket);
     atomic_fetch_add(&L->done_word, 1);
     L->queued--;
     L->running = 0;
@@ -247,7 +240,7 @@ static void after_fork_child(void) {
         atomic_store(&L->done_waiters, 0);
         atomic_store(&L->launcher_asleep, 0);
         /* every ticket the parent handed out counts as run: nothing will run it here */
-        atomic_store(&done[l * DONE_STRIDE], (Q.seq << 4) | (uint64_t)l);
+        atomic_store(&zq_done[l * DONE_STRIDE], (Q.seq << 4) | (uint64_t)l);
     }
     atomic_store(&Q.outstanding, 0);
 }
@@ -274,7 +267,7 @@ int zq_init(void *launch_ex, void *last_fault, void *reserve, uint64_t spin_ns, 
    stream's order), else prev's lane when idle, else the idle (or least busy) lane. */
 static uint32_t choose_lane(uint64_t prev) {
     uint32_t home = LANE_OF(prev) < Q.nlanes ? LANE_OF(prev) : 0;
-    if (prev && !reached(prev)) return LANE_OF(prev);
+    if (prev && !zq_reached(prev)) return LANE_OF(prev);
     uint64_t best_n = __atomic_load_n(&lanes[home].queued, __ATOMIC_RELAXED);
     uint32_t best = home;
     for (uint32_t l = 0; l < Q.nlanes && best_n; l++) {
@@ -362,14 +355,16 @@ uint64_t zq_stamp(uint64_t prev, uint64_t *dst) {
    (cuStreamWaitEvent): prev when ticket has run, the later of the two in one lane, else a waiting item
    queued behind prev (0: out of memory). */
 uint64_t zq_after(uint64_t prev, uint64_t ticket) {
-    if (reached(ticket)) return prev;
+    if (zq_reached(ticket)) return prev;
     uint32_t lane = choose_lane(prev);
-    if (lane == LANE_OF(ticket)) return prev > ticket && prev && !reached(prev) ? prev : ticket;
+    if (lane == LANE_OF(ticket)) return prev > ticket && prev && !zq_reached(prev) ? prev : ticket;
     struct item *it = calloc(1, sizeof *it + 8);
     if (!it) return 0;
     it->after = ticket;
     return enqueue(lane, it);
 }
+
+uint64_t zq_spin_ns(void) { return Q.spin_ns; }
 
 /* Items of all lanes submitted and not yet run. */
 uint64_t zq_outstanding(void) { return atomic_load(&Q.outstanding); }
@@ -379,14 +374,14 @@ static void wait_reached(uint64_t ticket, uint64_t spin_ns) {
     struct lane *L = &lanes[LANE_OF(ticket)];
     uint64_t t0 = now_ns();
     unsigned spins = 0;
-    while (!reached(ticket)) {
+    while (!zq_reached(ticket)) {
         if (++spins & 7) cpu_relax();
         else sched_yield();
         if ((spins & 7) == 0 && now_ns() - t0 > spin_ns) {
             atomic_fetch_add(&L->done_waiters, 1);
             for (;;) {
                 uint32_t w = atomic_load(&L->done_word);
-                if (reached(ticket)) break;
+                if (zq_reached(ticket)) break;
                 futex_wait(&L->done_word, w);
             }
             atomic_fetch_sub(&L->done_waiters, 1);
@@ -398,11 +393,11 @@ static void wait_reached(uint64_t ticket, uint64_t spin_ns) {
 /* Block until ticket has run: run its lane's queued items up to it here when the launcher has not started
    them (this thread would only wait), else spin up to spin_ns, then sleep. Called with the GIL released. */
 void zq_wait(uint64_t ticket, uint64_t spin_ns) {
-    if (reached(ticket)) return;
+    if (zq_reached(ticket)) return;
     struct lane *L = &lanes[LANE_OF(ticket)];
     uint64_t t0 = now_ns();
     unsigned spins = 0;
-    while (!reached(ticket)) {
+    while (!zq_reached(ticket)) {
         struct item *it = take(L, ticket);
         if (it) {
             run_item(L, it);
@@ -419,12 +414,14 @@ void zq_wait(uint64_t ticket, uint64_t spin_ns) {
 }
 
 /* The lanes' done counters (lane l's at [l * 8]): Python reads them without a call (aligned 64-bit loads). */
-_Atomic uint64_t *zq_done_address(void) { return done; }
+_Atomic uint64_t *zq_done_address(void) { return zq_done; }
 
 /* ------------------------------------------------------------------ handing work back to the host */
 
 /* A pool thread (workers.py) given a task a synchronizing host thread may take over comes here first,
-   GIL released. The task's claim word: 0 open, 1 taken back by the host, 2 taken by the pool thread. */
+   GIL released. The task's claim word: `open` (a post's number << 2), open | 1 taken back by the host,
+   open | 2 taken by the pool thread. A stream reuses its word with the next number for its next post, so
+   a thread still looking at an earlier post cannot take the new one. */
 
 /* Claim word transition old -> new; 1 when this call made it. */
 int zq_cas(uint32_t *claim, uint32_t old, uint32_t new_) {
@@ -432,14 +429,14 @@ int zq_cas(uint32_t *claim, uint32_t old, uint32_t new_) {
 }
 
 /* Wait up to grace_ns for the host to take the task back; 1: it did not, the caller runs it. */
-int zq_grace(uint32_t *claim, uint64_t grace_ns) {
+int zq_grace(uint32_t *claim, uint32_t open, uint64_t grace_ns) {
     uint64_t t0 = now_ns();
     unsigned n = 0;
-    while (atomic_load((_Atomic uint32_t *)claim) == 0 && ((++n & 7) || now_ns() - t0 < grace_ns)) {
+    while (atomic_load((_Atomic uint32_t *)claim) == open && ((++n & 7) || now_ns() - t0 < grace_ns)) {
         if (n & 7) cpu_relax();
         else sched_yield();
     }
-    return zq_cas(claim, 0, 2);
+    return zq_cas(claim, open, open | 2);
 }
 
 /* ------------------------------------------------------------------ parking pool threads
@@ -452,9 +449,11 @@ struct zq_slot {
     _Atomic uint32_t seq;                    /* bumped by every zq_post */
     _Atomic uint32_t asleep;
     _Atomic(_Atomic uint32_t *) claim;       /* the posted task's claim word, or NULL */
+    _Atomic uint32_t open;                   /* its value while neither side has taken the task */
 };
 
-void zq_post(struct zq_slot *s, uint32_t *claim) {
+void zq_post(struct zq_slot *s, uint32_t *claim, uint32_t open) {
+    atomic_store(&s->open, open);
     atomic_store(&s->claim, (_Atomic uint32_t *)claim);
     atomic_fetch_add(&s->seq, 1);
     if (atomic_load(&s->asleep)) futex_wake_all(&s->seq);
@@ -489,12 +488,12 @@ int zq_park(struct zq_slot *s, uint32_t seen, uint64_t spin_ns, uint64_t timeout
         seen = atomic_load(&s->seq);
         _Atomic uint32_t *claim = atomic_load(&s->claim);
         if (!claim) return 1;
+        uint32_t open = atomic_load(&s->open);
         uint64_t t0 = now_ns();
         unsigned n = 0;
-        while (atomic_load(claim) == 0 && ((++n & 7) || now_ns() - t0 < grace_ns))
+        while (atomic_load(claim) == open && ((++n & 7) || now_ns() - t0 < grace_ns))
             if (n & 7) cpu_relax(); else sched_yield();
-        uint32_t open = 0;
-        if (atomic_compare_exchange_strong(claim, &open, 2)) return 1;
+        if (atomic_compare_exchange_strong(claim, &open, open | 2)) return 1;
         /* the host ran it and has put this worker back on the idle list: wait for the next post */
         start = now_ns();
     }

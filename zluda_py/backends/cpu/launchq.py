@@ -30,17 +30,44 @@ ffi.cdef("""
     uint32_t zq_pack(char *dst, uintptr_t kernel_params, uint32_t *plan, uint32_t n);
     uint64_t *zq_done_address(void);
     int zq_cas(uint32_t *claim, uint32_t old, uint32_t new_);
-    int zq_grace(uint32_t *claim, uint64_t grace_ns);
-    void zq_post(uint64_t *slot, uint32_t *claim);
+    int zq_grace(uint32_t *claim, uint32_t open, uint64_t grace_ns);
+    void zq_post(uint64_t *slot, uint32_t *claim, uint32_t open);
     int zq_park(uint64_t *slot, uint32_t seen, uint64_t spin_ns, uint64_t timeout_ns, uint64_t grace_ns);
     void zq_profile(int on);
     int zq_profile_get(uint32_t i, uint64_t *out);
+
+    void zq_set_busy_counter(int64_t *counter);
+    void *zq_stream_new(void);
+    int64_t *zq_stream_register(void *s, uint64_t ctx, uint64_t handle, uint64_t thread, int32_t blocking);
+    void zq_stream_unregister(void *s);
+    void zq_stream_release(void *s);
+    uint64_t zq_stream_submit(void *s, uintptr_t fn, const char *params, uint32_t nparams, uint32_t gx,
+                              uint32_t gy, uint32_t gz, uint32_t bx, uint32_t by, uint32_t bz,
+                              uint32_t static_shared, uint32_t dyn_shared, uint32_t frame_bytes, uint32_t flags);
+    uint64_t zq_stream_stamp(void *s, uint64_t *dst);
+    uint64_t zq_stream_after(void *s, uint64_t ticket);
+    void zq_stream_close(void *s);
+    void zq_stream_open(void *s);
+    int zq_stream_hold(void *s);
+    void zq_stream_unhold(void *s);
+    int zq_stream_idle(void *s, uint64_t ticket);
+    int zq_fast_launch(uint64_t ctx, uint64_t handle, uint64_t thread, uintptr_t fn, const char *params,
+                       uint32_t nparams, uint32_t gx, uint32_t gy, uint32_t gz, uint32_t bx, uint32_t by,
+                       uint32_t bz, uint32_t static_shared, uint32_t dyn_shared, uint32_t frame_bytes);
+    int zq_fast_sync(uint64_t ctx, int32_t mode, uint64_t handle, uint64_t thread);
+    int zq_fast_query(uint64_t ctx, uint64_t handle, uint64_t thread);
 """)
+# A stream's native state (launchq_streams.c's struct zq_stream) as Python reads it, in uint64_t words.
+W_TICKET = 0        # its last native item
+W_STATE = 1         # [1..10]: the fault record its launches write (see zq_submit)
+W_COUNTED = 11      # counted busy (in its context's count and the shim's)
+W_SYNCED = 12       # a synchronize came since its Python work last went to the pool
+W_CLOSED = 13       # Python work is queued: the shim's fast path leaves the stream to Python
+WORDS = 14
 
 _lock = threading.Lock()
 _lib = None
 _failed = os.environ.get("ZLUDA_CPU_NATIVE_QUEUE", "1") == "0"   # off: the all-Python path (for comparison)
-STATE_WORDS = 10    # a stream's fault record, see zq_submit
 # DONE[(t & 15) << 3] >= t: ticket t has run (lane t & 15's done counter); a uint64_t* into the library once
 # it is loaded. Before that no ticket exists: a tuple that answers "run" for the 0 of a fresh stream.
 DONE = (0,) * 128
@@ -70,10 +97,14 @@ def wait(ticket: int) -> None:
         _lib.zq_wait(ticket, SPIN_NS)
 
 
+SOURCES = ("launchq.c", "launchq_streams.c")
+INPUTS = SOURCES + ("launchq.h",)
+
+
 def _build() -> Path:
     from ptx.runtime.build import build_library
-    src = HERE / "launchq.c"
-    return build_library("launchq", src, [src], CFLAGS, [HERE / "_build"] + _shared_dirs())
+    return build_library("launchq", [HERE / n for n in SOURCES], [HERE / n for n in INPUTS], CFLAGS,
+                         [HERE / "_build"] + _shared_dirs())
 
 
 def _shared_dirs():
@@ -91,6 +122,9 @@ def get():
             try:
                 lib = ffi.dlopen(str(_build()))
                 DONE = lib.zq_done_address()
+                from zluda_py import native
+                if native.lib is not None:      # streams count as busy where the shim's fast paths look
+                    lib.zq_set_busy_counter(ffi.cast("int64_t *", native.lib.zl_fast_busy_address()))
                 _lib = lib
             except Exception as e:  # noqa: BLE001 - the Python path still works
                 log.error(f"native launch queue unavailable, streams run all work on Python threads: {e}")

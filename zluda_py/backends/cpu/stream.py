@@ -27,8 +27,8 @@ _null = libc._null
 _DISABLE_TIMING = 0x2     # CU_EVENT_DISABLE_TIMING
 _PROFILE = profile.ON     # time each launch of the Python path (ZLUDA_PROFILE)
 _kernel_names: dict = {}  # kernel address -> name, for the message of a native launch's fault
-_orphans: list = []       # (ticket, fault word) of streams collected while their launches were queued
 _stamps: list = []        # (ticket, uint64_t[1]) time stamps the launch queue has yet to write
+_W_COUNTED, _W_SYNCED = launchq.W_COUNTED, launchq.W_SYNCED
 
 _FAULT_CODES = {"trap": CUDA_ERROR_LAUNCH_FAILED, "assert": CUDA_ERROR_ASSERT,
                 "fault": CUDA_ERROR_ILLEGAL_ADDRESS}
@@ -96,9 +96,16 @@ class CpuStream(BackendStream):
     is set; the stream itself also remembers the first fault and raises it from synchronize().
 
     Kernel launches on a stream with no Python work queued go to the native launch queue (launchq.c) and
-    the stream keeps only the ticket of its last one (`_ticket`): no thread hop, no GIL on the way; Python
-    work queued behind them first waits for that ticket. A fault of a native launch is noticed when the
-    host next looks at the stream (query, synchronize, the next launch, its worker)."""
+    the stream keeps only the ticket of its last one: no thread hop, no GIL on the way; Python work queued
+    behind them first waits for that ticket. A fault of a native launch is noticed when the host next looks
+    at the stream (query, synchronize, the next launch, its worker).
+
+    With the native queue the stream's ticket, fault record and busy state live in C (launchq_streams.c's
+    struct zq_stream, `_cell`; `_w` its words), changed only under its C lock, because the shim's fast path
+    launches, synchronizes and queries registered streams (`register`) without entering Python. Busy
+    transitions are then counted in C, per context (what `register` answers) and for the whole process, and
+    `on_busy` is not called. Without the native queue `_w` is a zeroed local copy (no ticket is ever
+    taken) and on_busy reports transitions."""
 
     reports_busy = True
 
@@ -114,23 +121,85 @@ class CpuStream(BackendStream):
         self._busy = False       # the queue has a drain scheduled or running (set and cleared under _lock)
         self._claimed = False    # a thread is running the drain: the pool's, or a synchronize that took it
         self._waiting = 0
-        self._ticket = 0         # native launch-queue ticket that later work must wait for
-        self._state = None       # uint64_t[2] the native queue writes a fault to: (status, kernel address)
-        self._reported = False   # what on_busy was last told
-        self._claim = None       # the claim word (workers.py) of the drain given to the pool, when it has one
+        self._reported = False   # what on_busy was last told (without the native queue)
+        self._claim = None       # the claim (workers.py: word, open value) of the drain given to the pool
         self._worker = None      # and the pool thread it went to, while the drain may be taken back
-        self._synced = False     # synchronize() was called since the last queue was handed to the pool
+        q = launchq.get()
+        cell = q.zq_stream_new() if q is not None else launchq.ffi.NULL
+        # words: [W_TICKET] the native ticket later work must wait for, [W_STATE...] the fault record,
+        # [W_COUNTED] busy, [W_SYNCED] synchronize() was called since the last queue went to the pool
+        if cell != launchq.ffi.NULL:
+            self._q, self._cell = q, cell
+            self._w = launchq.ffi.cast("uint64_t *", cell)
+        else:
+            self._q = self._cell = None
+            self._w = launchq.ffi.new("uint64_t[]", launchq.WORDS)
+        self._state = self._w + launchq.W_STATE
 
     def __del__(self):
-        if self._state is not None and not launchq.reached(self._ticket):
-            _orphans.append((self._ticket, self._state))    # the launcher may still write a fault there
+        cell = self._cell
+        if cell is not None:
+            try:
+                self._q.zq_stream_release(cell)     # C frees it once its launches can no longer write it
+            except Exception:  # noqa: BLE001 - at interpreter exit the library may be gone already
+                pass
+
+    @property
+    def _ticket(self) -> int:
+        return self._w[0]
+
+    def register(self, ctx_handle: int, handle: int, blocking: bool, thread: int):
+        """Make the stream known to the shim's fast path; the context's busy count (an int64_t *), or None
+        when busy transitions go to on_busy instead."""
+        if self._cell is None:
+            return None
+        counter = self._q.zq_stream_register(self._cell, ctx_handle, handle, thread, 1 if blocking else 0)
+        return counter if counter != launchq.ffi.NULL else None
+
+    def unregister(self) -> None:
+        if self._cell is not None:
+            self._q.zq_stream_unregister(self._cell)
+
+    def counted(self) -> bool:
+        """Counted busy: it may have work (query() says for sure, and stops counting it when idle)."""
+        return self._w[_W_COUNTED] != 0 if self._cell is not None else self._reported
 
     # --- queue machinery -------------------------------------------------------------------------------
     def _set_busy(self, busy: bool) -> None:     # under _lock
-        if busy != self._reported:
+        if self._cell is not None:
+            if busy:
+                self._q.zq_stream_close(self._cell)
+            else:
+                self._q.zq_stream_open(self._cell)
+        elif busy != self._reported:
             self._reported = busy
             if self.on_busy is not None:
                 self.on_busy(busy)
+
+    def _idle(self, ticket: int) -> None:
+        """query()/synchronize() found the stream idle up to `ticket` (and looked at its fault record): it
+        stops counting as busy, unless a launch came since."""
+        if self._cell is not None:
+            if self._w[_W_COUNTED]:
+                with self._lock:
+                    if not self._busy:
+                        self._q.zq_stream_idle(self._cell, ticket)
+        elif self._reported:
+            with self._lock:    # another thread may have queued work since
+                if not self._busy and launchq.reached(self._ticket):
+                    self._set_busy(False)
+
+    def _hold(self) -> bool:
+        """Under _lock, with nothing queued in Python: whether the native work has all run, and if so no
+        fast-path launch starts until _unhold (small work then runs inline, in order)."""
+        cell = self._cell
+        if cell is None:
+            return True
+        return self._q.zq_stream_hold(cell) != 0
+
+    def _unhold(self) -> None:
+        if self._cell is not None:
+            self._q.zq_stream_unhold(self._cell)
 
     def enqueue(self, fn, inline: bool = False) -> None:
         """Queue fn (no arguments) behind earlier work. inline=True lets an idle stream run it right here,
@@ -140,20 +209,25 @@ class CpuStream(BackendStream):
         without a thread hop."""
         with self._lock:
             if not self._busy:
-                if inline and launchq.reached(self._ticket):
-                    self._run(fn)
+                if inline and launchq.reached(self._ticket) and self._hold():
+                    try:
+                        self._run(fn)
+                    finally:
+                        self._unhold()
                     return
                 self._busy = True
                 self._set_busy(True)
                 self._tasks.append(fn)
                 claim = None
-                if self._synced:
-                    self._synced = False
+                w = self._w
+                if w[_W_SYNCED]:
+                    w[_W_SYNCED] = 0
                     if POOL.takes_claims:
-                        claim = self._claim
-                        if claim is None:
-                            claim = self._claim = libc.ffi.new("uint32_t[1]")
-                        claim[0] = 0
+                        # one word per stream, each post with the next number (see launchq.c's zq_grace)
+                        word, open_ = self._claim or (libc.ffi.new("uint32_t[1]"), 0)
+                        open_ = (open_ + 4) & 0xFFFFFFFC
+                        word[0] = open_
+                        claim = self._claim = (word, open_)
                 w = POOL.submit(self._pool_drain, claim)
                 self._worker = w if claim is not None else None
                 return
@@ -182,7 +256,7 @@ class CpuStream(BackendStream):
     def _native_fault(self) -> None:
         """Report the fault a native launch of this stream wrote, once, as the Python path would have."""
         st = self._state
-        if st is not None and st[0] and self.fault is None:
+        if st[0] and self.fault is None:
             status, name = st[0], _kernel_names.get(st[1], "?")
             if status == 3:
                 err = CudaError(CUDA_ERROR_UNKNOWN, f"stream task failed: ValueError: launch of {name} "
@@ -206,7 +280,7 @@ class CpuStream(BackendStream):
         """Run the queue to its end; the caller has claimed it. host: the caller is an application thread
         (a synchronize), which hands the queue to the pool at the first host function."""
         launchq.wait(self._ticket)  # native launches queued before this Python work
-        if self._state is not None:
+        if self._state[0]:
             self._native_fault()
         while True:
             with self._lock:
@@ -231,14 +305,17 @@ class CpuStream(BackendStream):
         """True when the copy is already done (it ran inline on an idle stream)."""
         if not size:
             return True
-        t = self._ticket
+        t = self._w[0]
         if size <= INLINE_BYTES and not self._busy and launchq.DONE[(t & 15) << 3] >= t:
             with self._lock:
-                if not self._busy:   # the common synchronous case, without building a task
-                    if size <= libc.SMALL_COPY:
-                        _copy_holding_gil(_null + dst, _null + src, size)
-                    else:
-                        libc.memmove(dst, src, size)
+                if not self._busy and self._hold():   # the common synchronous case, without building a task
+                    try:
+                        if size <= libc.SMALL_COPY:
+                            _copy_holding_gil(_null + dst, _null + src, size)
+                        else:
+                            libc.memmove(dst, src, size)
+                    finally:
+                        self._unhold()
                     return True
         self.enqueue(lambda: libc.memmove(dst, src, size))
         return False
@@ -298,29 +375,22 @@ class CpuStream(BackendStream):
                 or bx * by * bz > 1024 or bx > 1024 or by > 1024 or bz > 64 or shared_bytes < 0
                 or shared_bytes + static_shared > (1 << 30) or len(params) < param_size):
             return False
-        if _orphans:
-            _bury()
+        cell = self._cell
+        if cell is None:
+            return False
         with self._lock:
             if self._busy:
                 return False
-            st = self._state
-            if st is None:
-                st = self._state = libc.ffi.new("uint64_t[]", launchq.STATE_WORDS)
-            elif st[0]:
+            if self._state[0]:
                 self._native_fault()
                 return True     # the context is dead after a fault, as on a GPU; later kernels do not run
             if self.fault is not None:
                 return True
-            t = q.zq_submit(self._ticket, address, params, len(params), gx, gy, gz, bx, by, bz, static_shared,
-                            shared_bytes, frame_bytes, 1 if cooperative else 0, st)
-            if not t:
-                return False
             if address not in _kernel_names:
                 _kernel_names[address] = getattr(function, "name", "?")
-            self._ticket = t
-            if not self._reported:
-                self._set_busy(True)
-        return True
+            t = self._q.zq_stream_submit(cell, address, params, len(params), gx, gy, gz, bx, by, bz,
+                                         static_shared, shared_bytes, frame_bytes, 1 if cooperative else 0)
+            return t != 0
 
     def host_func(self, fn) -> None:
         self.enqueue(_HostTask(fn))
@@ -335,16 +405,15 @@ class CpuStream(BackendStream):
             with self._lock:
                 if not self._busy:      # a point behind native launches: a ticket of the launch queue
                     t = self._ticket
-                    if event.flags & _DISABLE_TIMING:
+                    if t and event.flags & _DISABLE_TIMING:
                         event.last = Completion(t)
                         return
                     stamp = libc.ffi.new("uint64_t[1]")
-                    t = launchq._lib.zq_stamp(self._ticket, stamp)
+                    t = self._q.zq_stream_stamp(self._cell, stamp) if t else 0
                     if t:
                         if _stamps and launchq.reached(_stamps[0][0]):
                             _bury()
                         _stamps.append((t, stamp))    # until the launcher wrote it
-                        self._ticket = t
                         event.last = Completion(t, stamp)
                         return
         c = Completion()
@@ -361,16 +430,12 @@ class CpuStream(BackendStream):
         c = event.last
         if c is None or c.finished():
             return
-        if c.ticket and not self._busy:
+        if c.ticket and not self._busy and self._cell is not None:
             with self._lock:
                 if not self._busy:
                     # later native launches queue behind it (in its lane, or behind a waiting item in this
-                    # stream's); Python work waits for self._ticket. 0: out of memory, or it has run.
-                    t = launchq._lib.zq_after(self._ticket, c.ticket)
-                    if t and t != self._ticket:
-                        self._ticket = t
-                        if not self._reported:
-                            self._set_busy(True)
+                    # stream's); Python work waits for the stream's ticket. 0: out of memory, or it has run.
+                    t = self._q.zq_stream_after(self._cell, c.ticket)
                     if t or launchq.reached(c.ticket):
                         return
         self.enqueue(c.wait)
@@ -383,21 +448,18 @@ class CpuStream(BackendStream):
         self.enqueue(lambda: _wait_until(addr, value, size, op), inline=_value_ready(addr, value, size, op))
 
     def query(self) -> bool:
-        t = self._ticket
+        t = self._w[0]
         if self._busy or self._tasks or launchq.DONE[(t & 15) << 3] < t:
             return False
         # The fault first, then idle: the shim's fast path skips Python for sync copies only while no
         # stream counts as busy, so the sticky error must be set before this one stops counting.
-        if self._state is not None:
+        if self._state[0]:
             self._native_fault()
-        if self._reported:
-            with self._lock:    # another thread may have queued work since
-                if not self._busy and launchq.reached(self._ticket):
-                    self._set_busy(False)
+        self._idle(t)
         return True
 
     def synchronize(self) -> None:
-        self._synced = True
+        self._w[_W_SYNCED] = 1
         if self._busy:
             with self._lock:
                 steal = (self._busy and not self._claimed
@@ -419,23 +481,21 @@ class CpuStream(BackendStream):
                 while self._busy:
                     self._drained.wait()
                 self._waiting -= 1
-        t = self._ticket
+        t = self._w[0]
         if t:
             if launchq.DONE[(t & 15) << 3] < t:     # lane t & 15's counter, read without a call
                 launchq.wait(t)
-            if self._state is not None:     # before idle, as in query()
+            if self._state[0]:      # before idle, as in query()
                 self._native_fault()
-            if self._reported:
-                with self._lock:
-                    if not self._busy and launchq.reached(self._ticket):
-                        self._set_busy(False)
+            self._idle(t)
         if self.fault is not None:
             raise self.fault
 
     def destroy(self) -> None:
         # Pending work still runs (cuStreamDestroy returns at once on a GPU too); the pool thread holding
-        # the drain keeps this object alive only until the queue is empty, __del__ the native fault word.
-        pass
+        # the drain keeps this object alive only until the queue is empty. The fast path no longer finds
+        # it; C frees its native state once its launches have run.
+        self.unregister()
 
 
 def _memory_fault(name: str, st) -> str:
@@ -457,6 +517,5 @@ def _memory_fault(name: str, st) -> str:
 
 
 def _bury() -> None:
-    """Drop the fault words of collected streams, and the time stamps, whose tickets have run."""
-    for held in (_orphans, _stamps):
-        held[:] = [(t, x) for (t, x) in held if not launchq.reached(t)]
+    """Drop the time stamps whose tickets have run."""
+    _stamps[:] = [(t, x) for (t, x) in _stamps if not launchq.reached(t)]

@@ -52,13 +52,14 @@ class WorkerPool:
         return self._claims
 
     def submit(self, fn, claim=None):
-        """claim: a uint32_t[1] cdata holding 0 (needs launchq), or None. Returns what take_back needs."""
+        """claim: (a uint32_t[1] cdata, the value it holds now: its open state) (needs launchq), or None.
+        Returns what take_back needs."""
         with self._lock:
             if claim is not None and self._idle_c:
                 w = self._idle_c.pop()
                 w.task = fn
                 w.posted = True
-                launchq._lib.zq_post(w.slot, claim)
+                launchq._lib.zq_post(w.slot, *claim)
                 return w
             idle = self._idle or self._idle_c
             if idle:
@@ -66,7 +67,7 @@ class WorkerPool:
                 w.task = fn
                 if w.slot is not None and idle is self._idle_c:
                     w.posted = claim is not None
-                    launchq._lib.zq_post(w.slot, claim if claim is not None else launchq.ffi.NULL)
+                    launchq._lib.zq_post(w.slot, *(claim if claim is not None else (launchq.ffi.NULL, 0)))
                 else:
                     w.claim = claim
                     w.wake.release()
@@ -78,7 +79,8 @@ class WorkerPool:
 
     def take_back(self, w, claim) -> bool:
         """The submitter runs the task itself: True when no pool thread has started it (none will)."""
-        if not launchq._lib.zq_cas(claim, 0, 1):
+        word, open_ = claim
+        if not launchq._lib.zq_cas(word, open_, open_ | 1):
             return False
         if w.posted:     # it went back to waiting in C without the GIL: idle again
             with self._lock:
@@ -96,7 +98,7 @@ class WorkerPool:
             task, w.task = w.task, None
             claim, w.claim = w.claim, None      # a task not given through zq_post: its grace is here
             claimed = claim is not None or w.posted
-            if task is not None and (claim is None or launchq._lib.zq_grace(claim, GRACE_NS)):
+            if task is not None and (claim is None or launchq._lib.zq_grace(*claim, GRACE_NS)):
                 try:
                     task()
                 except BaseException:  # noqa: BLE001 - tasks report their own errors; the worker must survive
@@ -116,7 +118,7 @@ class WorkerPool:
                 w.wake.acquire()
                 continue
             if w.slot is None:
-                w.slot = launchq.ffi.new("uint64_t[2]")
+                w.slot = launchq.ffi.new("uint64_t[3]")      # struct zq_slot
             seen = launchq.ffi.cast("uint32_t *", w.slot)[0]
             with self._lock:
                 w.posted = False
