@@ -37,9 +37,7 @@ ffi.cdef("""
     int zq_profile_get(uint32_t i, uint64_t *out);
 
     void zq_set_busy_counter(int64_t *counter);
-    void *zq_stream_new(void);
-    int64_t *zq_stream_register(void *s, uint64_t ctx, uint64_t handle, uint64_t thread, int32_t blocking);
-    void zq_stream_unregister(void *s);
+    void *zq_stream_create(uint64_t ctx, uint64_t handle, uint64_t thread, int32_t blocking);
     void zq_stream_release(void *s);
     uint64_t zq_stream_submit(void *s, uintptr_t fn, const char *params, uint32_t nparams, uint32_t gx,
                               uint32_t gy, uint32_t gz, uint32_t bx, uint32_t by, uint32_t bz,
@@ -63,7 +61,9 @@ W_STATE = 1         # [1..10]: the fault record its launches write (see zq_submi
 W_COUNTED = 11      # counted busy (in its context's count and the shim's)
 W_SYNCED = 12       # a synchronize came since its Python work last went to the pool
 W_CLOSED = 13       # Python work is queued: the shim's fast path leaves the stream to Python
-WORDS = 14
+W_DESTROYED = 14    # Python sets it when the stream leaves its context: the fast path no longer finds it
+W_CTX_BUSY = 15     # the address of its context's count of busy streams (an int64_t)
+WORDS = 16
 
 _lock = threading.Lock()
 _lib = None

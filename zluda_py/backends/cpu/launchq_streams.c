@@ -19,13 +19,15 @@
 #define CUDA_ERROR_NOT_READY 600
 
 /* The words Python reads without a call come first (stream.py: [0] ticket, [1..10] fault record,
-   [11] counted, [12] synced, [13] closed). */
+   [11] counted, [12] synced, [13] closed, [14] destroyed, which Python writes, [15] the context's count). */
 struct zq_stream {
     _Atomic uint64_t ticket;            /* the stream's last native item: later work waits for it */
     uint64_t state[ZQ_STATE_WORDS];     /* its launches' fault record (zq_submit) */
     _Atomic uint64_t counted;           /* counted busy: in its context's count and the process's */
     _Atomic uint64_t synced;            /* a synchronize came since Python last gave its work to the pool */
     _Atomic uint64_t closed;            /* Python work is queued or running inline: the fast path leaves it */
+    _Atomic uint64_t destroyed;         /* cuStreamDestroy: the fast path no longer finds it */
+    uint64_t ctx_busy_address;          /* ctx_busy, for Python */
     pthread_mutex_t mu;                 /* ticket, counted and closed change under it */
     uint64_t ctx, handle, thread;       /* the registry's key (thread: a per-thread stream's owner) */
     _Atomic int64_t *ctx_busy;          /* its context's count of counted streams, while registered */
@@ -38,7 +40,8 @@ struct zq_stream {
     struct zq_stream *next_dead;
 };
 _Static_assert(offsetof(struct zq_stream, state) == 8 && offsetof(struct zq_stream, counted) == 11 * 8 &&
-               offsetof(struct zq_stream, closed) == 13 * 8, "stream.py reads words 0-13");
+               offsetof(struct zq_stream, closed) == 13 * 8 && offsetof(struct zq_stream, ctx_busy_address) == 15 * 8,
+               "stream.py reads words 0-15");
 
 static _Atomic int64_t busy_none;                       /* the count of a stream that is in no context */
 static _Atomic int64_t busy_local;
@@ -101,6 +104,11 @@ static void uncount(struct zq_stream *s) {   /* under s->mu */
     }
 }
 
+/* Registered, and not destroyed since. */
+static inline int findable(const struct zq_stream *s) {
+    return s->findable && !atomic_load_explicit(&s->destroyed, memory_order_relaxed);
+}
+
 /* No work of the stream is queued or running (ignoring what others may add after this). */
 static inline int idle(struct zq_stream *s) {
     return !atomic_load(&s->closed) && zq_reached(atomic_load(&s->ticket));
@@ -144,7 +152,7 @@ static void reg_remove(struct zq_stream *s) {
 
 /* A destroyed stream leaves the registry once its work has run (it counts as busy until then). */
 static int reap(struct zq_stream *s) {
-    if (s->findable) return 0;
+    if (findable(s)) return 0;
     pthread_mutex_lock(&s->mu);
     int done = idle(s);
     if (done) uncount(s);
@@ -155,7 +163,7 @@ static int reap(struct zq_stream *s) {
     return 1;
 }
 
-struct zq_stream *zq_stream_new(void) {
+static struct zq_stream *stream_new(void) {
     pthread_once(&fork_once, fork_setup);
     struct zq_stream *s = calloc(1, sizeof *s);
     if (!s) return NULL;
@@ -169,15 +177,15 @@ struct zq_stream *zq_stream_new(void) {
     return s;
 }
 
-/* Make the stream findable by the fast path as (ctx, handle, thread); returns the context's busy count
-   (Python keeps it), NULL when out of memory (the stream then stays unregistered). */
-int64_t *zq_stream_register(struct zq_stream *s, uint64_t ctx, uint64_t handle, uint64_t thread,
-                            int32_t blocking) {
+/* Make the stream findable by the fast path as (ctx, handle, thread); its context's busy count, NULL when
+   out of memory (the stream then stays unregistered). */
+static _Atomic int64_t *stream_register(struct zq_stream *s, uint64_t ctx, uint64_t handle, uint64_t thread,
+                                        int32_t blocking) {
     pthread_mutex_lock(&reg_mu);
     _Atomic int64_t *busy = ctx_count(ctx);
     if (!busy || s->index >= 0) {
         pthread_mutex_unlock(&reg_mu);
-        return (int64_t *)busy;
+        return busy;
     }
     if (reg_n == reg_cap) {
         uint32_t cap = reg_cap ? reg_cap * 2 : 64;
@@ -199,23 +207,29 @@ int64_t *zq_stream_register(struct zq_stream *s, uint64_t ctx, uint64_t handle, 
         atomic_fetch_add(busy, 1);
     }
     s->ctx_busy = busy;
+    s->ctx_busy_address = (uint64_t)(uintptr_t)busy;
     pthread_mutex_unlock(&s->mu);
     s->findable = 1;
     s->index = (int32_t)reg_n;
     reg[reg_n++] = s;
     pthread_mutex_unlock(&reg_mu);
-    return (int64_t *)busy;
+    return busy;
 }
 
-/* The stream was destroyed (or its context torn down): the fast path no longer finds it; it stays counted
-   busy until its pending work has run. */
-void zq_stream_unregister(struct zq_stream *s) {
-    pthread_mutex_lock(&reg_mu);
-    if (s->index >= 0 && s->findable) {
-        s->findable = 0;
-        reap(s);
+void zq_stream_release(struct zq_stream *s);
+
+/* A stream of context `ctx` named CUstream `handle` (1: the legacy stream, 2: `thread`'s per-thread stream),
+   made and registered in one call (each call costs Python about a microsecond); NULL when out of memory.
+   When it leaves its context (cuStreamDestroy, a default stream dropped, a teardown) Python sets its
+   `destroyed` word: the fast path no longer finds it, and it counts as busy until its pending work has run
+   and the registry reaps it (zq_fast_sync, zq_stream_release). */
+struct zq_stream *zq_stream_create(uint64_t ctx, uint64_t handle, uint64_t thread, int32_t blocking) {
+    struct zq_stream *s = stream_new();
+    if (s && !stream_register(s, ctx, handle, thread, blocking)) {
+        zq_stream_release(s);
+        return NULL;
     }
-    pthread_mutex_unlock(&reg_mu);
+    return s;
 }
 
 /* Python dropped the stream: freed once its launches can no longer write its fault record. */
@@ -336,7 +350,7 @@ int zq_fast_launch(uint64_t ctx, uint64_t handle, uint64_t thread, void *fn, con
     pthread_mutex_lock(&reg_mu);
     for (uint32_t i = 0; i < reg_n; i++) {
         struct zq_stream *s = reg[i];
-        if (s->ctx != ctx || !s->findable) continue;
+        if (s->ctx != ctx || !findable(s)) continue;
         if (matches(s, handle, thread)) {
             target = s;
         } else if ((s->blocking || s->handle == HANDLE_LEGACY) && !idle(s)) {
@@ -377,7 +391,7 @@ int zq_fast_sync(uint64_t ctx, int32_t mode, uint64_t handle, uint64_t thread) {
     for (uint32_t i = 0; i < reg_n; i++) {
         struct zq_stream *s = reg[i];
         if (s->ctx != ctx) continue;
-        if (!s->findable) {
+        if (!findable(s)) {
             if (reap(s)) {
                 i--;                        /* the last entry moved here */
                 continue;
@@ -441,7 +455,7 @@ int zq_fast_query(uint64_t ctx, uint64_t handle, uint64_t thread) {
     pthread_mutex_lock(&reg_mu);
     for (uint32_t i = 0; i < reg_n; i++) {
         struct zq_stream *s = reg[i];
-        if (s->ctx != ctx || !s->findable || !matches(s, handle, thread)) continue;
+        if (s->ctx != ctx || !findable(s) || !matches(s, handle, thread)) continue;
         pthread_mutex_lock(&s->mu);
         int done = idle(s);
         if (!atomic_load(&s->closed) && !__atomic_load_n(&s->state[0], __ATOMIC_ACQUIRE)) {

@@ -28,7 +28,8 @@ _DISABLE_TIMING = 0x2     # CU_EVENT_DISABLE_TIMING
 _PROFILE = profile.ON     # time each launch of the Python path (ZLUDA_PROFILE)
 _kernel_names: dict = {}  # kernel address -> name, for the message of a native launch's fault
 _stamps: list = []        # (ticket, uint64_t[1]) time stamps the launch queue has yet to write
-_W_COUNTED, _W_SYNCED = launchq.W_COUNTED, launchq.W_SYNCED
+_W_STATE, _W_COUNTED, _W_SYNCED = launchq.W_STATE, launchq.W_COUNTED, launchq.W_SYNCED
+_counters: dict = {}      # address -> int64_t * of a context's busy count (launchq_streams.c keeps them all)
 
 _FAULT_CODES = {"trap": CUDA_ERROR_LAUNCH_FAILED, "assert": CUDA_ERROR_ASSERT,
                 "fault": CUDA_ERROR_ILLEGAL_ADDRESS}
@@ -100,12 +101,12 @@ class CpuStream(BackendStream):
     behind them first waits for that ticket. A fault of a native launch is noticed when the host next looks
     at the stream (query, synchronize, the next launch, its worker).
 
-    With the native queue the stream's ticket, fault record and busy state live in C (launchq_streams.c's
-    struct zq_stream, `_cell`; `_w` its words), changed only under its C lock, because the shim's fast path
-    launches, synchronizes and queries registered streams (`register`) without entering Python. Busy
-    transitions are then counted in C, per context (what `register` answers) and for the whole process, and
-    `on_busy` is not called. Without the native queue `_w` is a zeroed local copy (no ticket is ever
-    taken) and on_busy reports transitions."""
+    Once registered with the native queue (`register`, before any work) the stream's ticket, fault record
+    and busy state live in C (launchq_streams.c's struct zq_stream, `_cell`; `_w` its words), changed only
+    under its C lock, because the shim's fast path launches, synchronizes and queries it without entering
+    Python. Busy transitions are then counted in C, per context (what `register` answers) and for the whole
+    process, and `on_busy` is not called. Otherwise `_w` is a list of zeros (no ticket is ever taken:
+    launches are Python's) and on_busy reports transitions."""
 
     reports_busy = True
 
@@ -124,17 +125,10 @@ class CpuStream(BackendStream):
         self._reported = False   # what on_busy was last told (without the native queue)
         self._claim = None       # the claim (workers.py: word, open value) of the drain given to the pool
         self._worker = None      # and the pool thread it went to, while the drain may be taken back
-        q = launchq.get()
-        cell = q.zq_stream_new() if q is not None else launchq.ffi.NULL
         # words: [W_TICKET] the native ticket later work must wait for, [W_STATE...] the fault record,
         # [W_COUNTED] busy, [W_SYNCED] synchronize() was called since the last queue went to the pool
-        if cell != launchq.ffi.NULL:
-            self._q, self._cell = q, cell
-            self._w = launchq.ffi.cast("uint64_t *", cell)
-        else:
-            self._q = self._cell = None
-            self._w = launchq.ffi.new("uint64_t[]", launchq.WORDS)
-        self._state = self._w + launchq.W_STATE
+        self._q = self._cell = None
+        self._w = [0] * launchq.WORDS
 
     def __del__(self):
         cell = self._cell
@@ -149,16 +143,25 @@ class CpuStream(BackendStream):
         return self._w[0]
 
     def register(self, ctx_handle: int, handle: int, blocking: bool, thread: int):
-        """Make the stream known to the shim's fast path; the context's busy count (an int64_t *), or None
-        when busy transitions go to on_busy instead."""
-        if self._cell is None:
+        """Give the stream its native state, known to the shim's fast path; the context's busy count (an
+        int64_t *), or None when busy transitions go to on_busy instead (no native queue)."""
+        q = launchq.get()
+        if q is None or self._cell is not None:
             return None
-        counter = self._q.zq_stream_register(self._cell, ctx_handle, handle, thread, 1 if blocking else 0)
-        return counter if counter != launchq.ffi.NULL else None
+        cell = q.zq_stream_create(ctx_handle, handle, thread, 1 if blocking else 0)
+        if cell == launchq.ffi.NULL:
+            return None
+        self._q, self._cell = q, cell
+        self._w = launchq.ffi.cast("uint64_t *", cell)
+        address = self._w[launchq.W_CTX_BUSY]
+        counter = _counters.get(address)
+        if counter is None:
+            counter = _counters[address] = launchq.ffi.cast("int64_t *", address)
+        return counter
 
     def unregister(self) -> None:
         if self._cell is not None:
-            self._q.zq_stream_unregister(self._cell)
+            self._w[launchq.W_DESTROYED] = 1    # C reaps it from its registry once its work has run
 
     def counted(self) -> bool:
         """Counted busy: it may have work (query() says for sure, and stops counting it when idle)."""
@@ -201,19 +204,22 @@ class CpuStream(BackendStream):
         if self._cell is not None:
             self._q.zq_stream_unhold(self._cell)
 
-    def enqueue(self, fn, inline: bool = False) -> None:
+    def enqueue(self, fn, inline: bool = False, hold: bool = True) -> None:
         """Queue fn (no arguments) behind earlier work. inline=True lets an idle stream run it right here,
-        under the lock so that concurrent enqueuers line up behind it. When the host has been waiting for
+        under the lock so that concurrent enqueuers line up behind it, and (hold) keeping the fast path's
+        launches from starting before it ends; work no launch could see half done (marking an event
+        complete) needs no hold. When the host has been waiting for
         this stream (a synchronize since the last queue was handed out), the pool thread first gives it
         workers.GRACE_NS to take the queue over: the host, which would only wait, then runs it itself,
         without a thread hop."""
         with self._lock:
             if not self._busy:
-                if inline and launchq.reached(self._ticket) and self._hold():
+                if inline and launchq.reached(self._ticket) and (not hold or self._hold()):
                     try:
                         self._run(fn)
                     finally:
-                        self._unhold()
+                        if hold:
+                            self._unhold()
                     return
                 self._busy = True
                 self._set_busy(True)
@@ -255,8 +261,8 @@ class CpuStream(BackendStream):
 
     def _native_fault(self) -> None:
         """Report the fault a native launch of this stream wrote, once, as the Python path would have."""
-        st = self._state
-        if st[0] and self.fault is None:
+        if self._w[_W_STATE] and self.fault is None:
+            st = [self._w[_W_STATE + i] for i in range(launchq.W_COUNTED - _W_STATE)]
             status, name = st[0], _kernel_names.get(st[1], "?")
             if status == 3:
                 err = CudaError(CUDA_ERROR_UNKNOWN, f"stream task failed: ValueError: launch of {name} "
@@ -280,7 +286,7 @@ class CpuStream(BackendStream):
         """Run the queue to its end; the caller has claimed it. host: the caller is an application thread
         (a synchronize), which hands the queue to the pool at the first host function."""
         launchq.wait(self._ticket)  # native launches queued before this Python work
-        if self._state[0]:
+        if self._w[_W_STATE]:
             self._native_fault()
         while True:
             with self._lock:
@@ -381,7 +387,7 @@ class CpuStream(BackendStream):
         with self._lock:
             if self._busy:
                 return False
-            if self._state[0]:
+            if self._w[_W_STATE]:
                 self._native_fault()
                 return True     # the context is dead after a fault, as on a GPU; later kernels do not run
             if self.fault is not None:
@@ -418,7 +424,7 @@ class CpuStream(BackendStream):
                         return
         c = Completion()
         event.last = c
-        self.enqueue(c.complete, inline=True)
+        self.enqueue(c.complete, inline=True, hold=False)
 
     def wait(self, event: CpuEvent) -> None:
         shared = event.shared
@@ -453,7 +459,7 @@ class CpuStream(BackendStream):
             return False
         # The fault first, then idle: the shim's fast path skips Python for sync copies only while no
         # stream counts as busy, so the sticky error must be set before this one stops counting.
-        if self._state[0]:
+        if self._w[_W_STATE]:
             self._native_fault()
         self._idle(t)
         return True
@@ -485,7 +491,7 @@ class CpuStream(BackendStream):
         if t:
             if launchq.DONE[(t & 15) << 3] < t:     # lane t & 15's counter, read without a call
                 launchq.wait(t)
-            if self._state[0]:      # before idle, as in query()
+            if self._w[_W_STATE]:      # before idle, as in query()
                 self._native_fault()
             self._idle(t)
         if self.fault is not None:
