@@ -398,7 +398,12 @@ class FunctionEmitter(SpecialRegisters):
     def register_address(self, av, wide, offset, space):
         """Pointer for `[reg+offset]`: `av` is the register's value (i64 if `wide`, else i32)."""
         f = self.f
-        av = av if wide else f.op(f"zext i32 {av} to i64")
+        if not wide:
+            # a 32-bit address (a .shared/.local window offset) wraps at 2^32, offset included: cuRAND's
+            # MT19937 reads [%r+39808] with %r just below 2^32
+            if offset:
+                av = f.op(f"add i32 {av}, {offset}")
+            return self.space_ptr(f.op(f"zext i32 {av} to i64"), space)
         if offset:
             av = f.op(f"add i64 {av}, {offset}")
         return self.space_ptr(av, space)
