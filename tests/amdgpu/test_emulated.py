@@ -40,6 +40,7 @@ ROUNDING = "no rounding-mode register: s_round_mode / s_setreg of MODE are ignor
 EMU_GAPS = {
     "test_trap_raises_kernel_fault": "s_trap does not compile in the emulator (its pcode is prose)",
     "test_clocks_are_monotonic": "s_sendmsg_rtn_b64 (clock64, globaltimer) is not implemented",
+    "test_envregs_and_globaltimer_halves": "s_sendmsg_rtn_b64 (%globaltimer_lo/hi) is not implemented",
     "_rm_": ROUNDING, "_rp_": ROUNDING, "_rz_": ROUNDING,
     "[div_rn_": "IEEE division: quotients near the denormal or overflow range come out 0 or inf "
                 "(v_div_scale/v_div_fmas/v_div_fixup rescaling)",

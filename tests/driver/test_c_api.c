@@ -204,8 +204,11 @@ static void test_devices(void) {
     OK(cuDeviceGetAttribute(&sm, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 0));
     OK(cuDeviceGetAttribute(&clock, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, 0));
     CHECK(optin >= 48 * 1024 && per_sm >= optin && sm >= 1 && clock > 0);
-    /* every attribute cuda.h names answers; the ones past the end do not */
-    for (int a = 1; a < CU_DEVICE_ATTRIBUTE_MAX; a++) {
+    /* every attribute the driver's release names answers (CUDA 13.5's cuda.h, whose declarations the shim
+       is built from, ends at 162: past this header's CU_DEVICE_ATTRIBUTE_MAX); the ones past the end do not */
+    const int driver_attribute_max = 162;
+    CHECK(driver_attribute_max >= (int)CU_DEVICE_ATTRIBUTE_MAX);
+    for (int a = 1; a < driver_attribute_max; a++) {
         CUresult r = cuDeviceGetAttribute(&v, (CUdevice_attribute)a, 0);
         if (r != CUDA_SUCCESS) {
             printf("FAIL attribute %d -> %d\n", a, (int)r);
@@ -213,7 +216,7 @@ static void test_devices(void) {
         }
     }
     EXPECT(cuDeviceGetAttribute(&v, (CUdevice_attribute)0, 0), CUDA_ERROR_INVALID_VALUE);
-    EXPECT(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MAX, 0), CUDA_ERROR_INVALID_VALUE);
+    EXPECT(cuDeviceGetAttribute(&v, (CUdevice_attribute)driver_attribute_max, 0), CUDA_ERROR_INVALID_VALUE);
     EXPECT(cuDeviceGetAttribute(&v, (CUdevice_attribute)100000, 0), CUDA_ERROR_INVALID_VALUE);
     EXPECT(cuDeviceGetAttribute(NULL, CU_DEVICE_ATTRIBUTE_WARP_SIZE, 0), CUDA_ERROR_INVALID_VALUE);
     EXPECT(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_WARP_SIZE, 7), CUDA_ERROR_INVALID_DEVICE);

@@ -159,9 +159,11 @@ class CpuStream(BackendStream):
             counter = _counters[address] = launchq.ffi.cast("int64_t *", address)
         return counter
 
-    def unregister(self) -> None:
+    def unregister(self, _destroyed=launchq.W_DESTROYED) -> None:
+        # bound at definition: a thread's per-thread streams retire from a __del__ that may run at
+        # interpreter exit, after this module's globals are gone
         if self._cell is not None:
-            self._w[launchq.W_DESTROYED] = 1    # C reaps it from its registry once its work has run
+            self._w[_destroyed] = 1    # C reaps it from its registry once its work has run
 
     def counted(self) -> bool:
         """Counted busy: it may have work (query() says for sure, and stops counting it when idle)."""
