@@ -170,6 +170,29 @@ class AmdgpuFunctionEmitter(FunctionEmitter):
         addr = f.op(f"shl i32 {idx}, 2")
         return self.call("llvm.amdgcn.ds.bpermute", "i32", [("i32", addr), ("i32", value)])
 
+    def exchange_words(self, words, sources, then, room=0):
+        """The exchange in registers: each received word is a ds_bpermute of the offered word from its
+        source lane (a select among those the lanes want where they want different ones). The row is a
+        private array with constant indices, which LLVM keeps in registers."""
+        from ptx.codegen.ops_warp import XchgRow, lane_constant
+        f = self.f
+        n_in, n_out = len(words), len(sources[0])
+        row = f.alloca(f"[{n_in + n_out + room} x i32]", 4)
+        at = lambda i: f.op(f"getelementptr i32, ptr {row}, i32 {i}")
+        for i, w in enumerate(words):
+            f.emit(f"store i32 {w}, ptr {at(i)}")
+        for j in range(n_out):
+            src = lane_constant(self, "xchg.lane", [sources[ln][j][0] for ln in range(32)])
+            wanted = [sources[ln][j][1] for ln in range(32)]
+            which = lane_constant(self, "xchg.word", wanted)
+            got = None
+            for w in sorted(set(wanted)):
+                v = self.read_lane(words[w], src)
+                got = v if got is None else f.op(f"select i1 {f.op(f'icmp eq i32 {which}, {w}')}, i32 {v}, "
+                                                 f"i32 {got}")
+            f.emit(f"store i32 {got}, ptr {at(n_in + j)}")
+        then(XchgRow(self, row, n_in, n_out))
+
     # ------------------------------------------------------------ addresses
     def lds_flat(self, off32):
         """Flat pointer to LDS byte offset `off32` (an i32 value)."""

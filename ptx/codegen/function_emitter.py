@@ -441,6 +441,12 @@ class FunctionEmitter(SpecialRegisters):
             in_local = f.op(f"or i1 {in_local}, {inside}")
         return in_shared, in_local
 
+    def exchange_words(self, words, sources, then, room=0):
+        """The tensor-core instructions' warp-wide exchange of i32 words by source lane (ops_warp.exchange
+        says what the arguments are): on the CPU a suspension that the warp scheduler serves."""
+        from ptx.codegen.ops_warp import exchange    # ops_warp builds on this module
+        exchange(self, words, sources, then, room)
+
     def approx_math(self, ins, x, elem):
         """sin/cos/lg2/ex2/tanh.approx of one `elem` value: in f64 through libm, then the GPU's side of
         the half rounding boundaries (approx_points.py)."""

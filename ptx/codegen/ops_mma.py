@@ -2,7 +2,7 @@
 (mma_layouts.py); to compute its own elements of D it needs rows of A and columns of B that other lanes
 hold, so the warp exchanges words once (ops_warp.exchange, one table per form) and each lane then
 computes its elements alone (mma_arith.py). wmma.load/store and ldmatrix/stmatrix/movmatrix are in
-ops_mma_move.py. AMD GPUs: refused by name (no lowering to WMMA/MFMA yet)."""
+ops_mma_move.py. On AMD GPUs the same code runs with the exchange in lane shuffles (no WMMA/MFMA yet)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,7 @@ from ptx import ast as A
 from ptx.codegen import mma_arith as M
 from ptx.codegen import mma_layouts as L
 from ptx.codegen.function_emitter import FunctionEmitter, handles, semantic, unsupported
-from ptx.codegen.irtext import IRFunction
-from ptx.codegen.ops_warp import exchange
+from ptx.codegen.ops_warp import lane_constant
 
 ELEM_TYPES = ("f16", "bf16", "tf32", "f32", "f64", "s8", "u8", "s4", "u4", "b1", "s32", "e4m3", "e5m2")
 LAYOUTS = ("row", "col")
@@ -30,12 +29,6 @@ MMA_SHAPES = {"f16": ("m8n8k4", "m16n8k8", "m16n8k16"), "bf16": ("m16n8k8", "m16
               "b1": ("m8n8k128", "m16n8k128", "m16n8k256")}
 ACCUMULATORS = {"f16": ("f16", "f32"), "bf16": ("f32",), "tf32": ("f32",), "f64": ("f64",), "s8": ("s32",),
                 "u8": ("s32",), "s4": ("s32",), "u4": ("s32",), "b1": ("s32",)}
-
-
-def refuse_off_cpu(em):
-    if type(em) is not FunctionEmitter:
-        unsupported(em.cur_ins, f"{'.'.join((em.cur_ins.opcode,) + tuple(em.cur_ins.mods))} on this target "
-                                "(tensor-core instructions run on the CPU backend only)")
 
 
 class Form:
@@ -234,13 +227,8 @@ class Elements:
         return self.memo[key]
 
     def lane_shift(self, subs, bits):
-        """i32 bit offset of an element whose place in its word depends on the lane (a constant table)."""
-        em, f = self.em, self.em.f
-        name = "mma.shift." + "".join(f"{s * bits:02x}" for s in subs)
-        body = ", ".join(f"i8 {s * bits}" for s in subs)
-        em.m.add_helper(name, f'@"{name}" = private unnamed_addr constant [32 x i8] [{body}]')
-        p = f.op(f'getelementptr [32 x i8], ptr @"{name}", i32 0, i32 {em.lane_id()}')
-        return f.op(f"zext i8 {f.op(f'load i8, ptr {p}')} to i32")
+        """i32 bit offset of an element whose place in its word depends on the lane."""
+        return lane_constant(self.em, "mma.shift", [s * bits for s in subs])
 
     def cached(self, req, tag, fn):
         key = (tag, tuple(req[0]), req[1])
@@ -292,8 +280,8 @@ class _Body:
     """The out-of-line function that computes a lane's D from its exchange row (one per form and module:
     a kernel runs the same mma at many sites). What the arithmetic needs of an emitter."""
 
-    def __init__(self, m):
-        self.m, self.f, self.cur_ins = m, IRFunction(), None
+    def __init__(self, m, fn_class):
+        self.m, self.f, self.cur_ins = m, fn_class(), None
 
     def lane_id(self):
         return "%lane"
@@ -308,7 +296,7 @@ def _compute_fn(em, form, pl):
     name = "mma." + ".".join(str(x) for x in key)
     if name in em.m.helpers:
         return name
-    b = _Body(em.m)
+    b = _Body(em.m, type(em.f))
     f = b.f
     n_out = len(pl.sources[0])
     at = lambda i: f.op(f"getelementptr i32, ptr %row, i32 {i}")
@@ -349,7 +337,6 @@ def _pack(em, frag, values):
 
 
 def lower_mma(em, ins):
-    refuse_off_cpu(em)
     form = Form(ins)
     pl = plan(form.key())
     fa, fb, fc, fd = pl.frags
@@ -372,7 +359,7 @@ def lower_mma(em, ins):
                 em.write(r, f.op(f"or i64 {lo}, {f.op(f'shl i64 {hi}, 32')}"), "b64")
             else:
                 em.write(r, res[i], "b32")
-    exchange(em, words, pl.sources, then, room=fd.words)
+    em.exchange_words(words, pl.sources, then, room=fd.words)
 
 
 @handles("mma")

@@ -1,6 +1,6 @@
 """Tensor-core fragments to and from memory: wmma.load/wmma.store (each lane reads or writes its own slots:
 no data crosses lanes, so they suspend nothing) and ldmatrix/stmatrix/movmatrix (the row addresses, or the
-elements, cross lanes through one exchange, ops_warp.exchange)."""
+elements, cross lanes through one exchange, FunctionEmitter.exchange_words)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ from ptx.codegen import memcheck
 from ptx.codegen import mma_layouts as L
 from ptx.codegen.function_emitter import handles, semantic, unsupported
 from ptx.codegen.ops_mem import space_of
-from ptx.codegen.ops_mma import ELEM_TYPES, LAYOUTS, WMMA_SHAPES, fragment_of, read_words, refuse_off_cpu
-from ptx.codegen.ops_warp import exchange
+from ptx.codegen.ops_mma import ELEM_TYPES, LAYOUTS, WMMA_SHAPES, fragment_of, read_words
 
 BIG3 = WMMA_SHAPES["f16"]
 ACC_SHAPES = {"f16": BIG3, "f32": BIG3 + ("m16n16k8",), "s32": BIG3 + ("m8n8k32", "m8n8k128"), "f64": ("m8n8k4",)}
@@ -34,7 +33,6 @@ def _affine(layout):
 
 
 def _wmma_parts(em, ins, store):
-    refuse_off_cpu(em)
     mods = list(ins.mods)
     mat = mods[1] if len(mods) > 1 else None
     shapes = [m for m in mods if L.shape_mnk(m)]
@@ -149,7 +147,6 @@ def wmma_store(em, ins):
 # ------------------------------------------------------------------ ldmatrix / stmatrix / movmatrix
 
 def _matrix_parts(em, ins, kind):
-    refuse_off_cpu(em)
     mods = list(ins.mods)
     nums = [m for m in mods if m in ("x1", "x2", "x4")]
     known = {"sync", "aligned", "m8n8", "x1", "x2", "x4", "trans", "shared", "b16"}
@@ -240,7 +237,7 @@ def op_ldmatrix(em, ins):
                 memcheck.check(em, p, 2, False, space)
                 halves.append(f.op(f"zext i16 {f.op(f'load i16, ptr {p}, align 2')} to i32"))
             em.write(r, f.op(f"or i32 {halves[0]}, {f.op(f'shl i32 {halves[1]}, 16')}"), "b32")
-    exchange(em, words, _row_sources(n, trans), then)
+    em.exchange_words(words, _row_sources(n, trans), then)
 
 
 @handles("stmatrix")
@@ -268,12 +265,11 @@ def op_stmatrix(em, ins):
                 memcheck.check(em, p, 2, True, space)
                 h = f.op(f"trunc i32 {f.op(f'lshr i32 {v}, 16')} to i16") if j else f.op(f"trunc i32 {v} to i16")
                 f.emit(f"store i16 {h}, ptr {p}, align 2")
-    exchange(em, words, _row_sources(n, trans), then)
+    em.exchange_words(words, _row_sources(n, trans), then)
 
 
 @handles("movmatrix")
 def op_movmatrix(em, ins):
-    refuse_off_cpu(em)
     mods = set(ins.mods)
     if mods != {"sync", "aligned", "m8n8", "trans", "b16"}:
         unsupported(ins)
@@ -288,4 +284,4 @@ def op_movmatrix(em, ins):
         lo = f.op(f"and i32 {f.op(f'lshr i32 {row.got(0)}, {sh}')}, 65535")
         hi = f.op(f"and i32 {f.op(f'lshr i32 {row.got(1)}, {sh}')}, 65535")
         em.write(ins.operands[0], f.op(f"or i32 {lo}, {f.op(f'shl i32 {hi}, 16')}"), "b32")
-    exchange(em, [em.read(ins.operands[1], "b32")], sources, then)
+    em.exchange_words([em.read(ins.operands[1], "b32")], sources, then)

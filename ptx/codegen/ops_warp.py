@@ -149,12 +149,28 @@ class XchgRow:
         return self.load(i)
 
 
+def lane_constant(em, prefix, values):
+    """i32 `values[lane]` for this lane: a constant where every lane has the same, the lane id where each
+    has its own, else a load from a 32-entry table (0..255) shared by every site that needs the same."""
+    if len(set(values)) == 1:
+        return str(values[0])
+    if list(values) == list(range(32)):
+        return em.lane_id()
+    f = em.f
+    name = f"{prefix}." + "".join(f"{v:02x}" for v in values)
+    body = ", ".join(f"i8 {v}" for v in values)
+    em.m.add_helper(name, f'@"{name}" = private unnamed_addr constant [32 x i8] [{body}]')
+    p = f.op(f'getelementptr [32 x i8], ptr @"{name}", i32 0, i32 {em.lane_id()}')
+    return f.op(f"zext i8 {f.op(f'load i8, ptr {p}')} to i32")
+
+
 def exchange(em, words, sources, then, room=0):
     """A warp-wide exchange of 32-bit words by source lane: this lane offers `words` (i32 values);
     `sources[lane][j]` = (source lane, index of a word it offers) for every lane (one table, the same
     code in every lane); after the exchange `then(row)` runs with this lane's XchgRow. The values before
     the exchange do not reach `then` (it runs after the thread resumed): it must use the row. `room`:
-    words the lane wants after the received ones."""
+    words the lane wants after the received ones. This is the CPU's: a suspension that the warp
+    scheduler's exchange area serves (FunctionEmitter.exchange_words picks a target's own)."""
     f = em.f
     n_in, n_out = len(words), len(sources[0])
     out_off = n_in

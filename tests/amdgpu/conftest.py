@@ -26,8 +26,7 @@ OTHER_ARCH = "86"
 KNOWN_UNSUPPORTED = ("printf: ", "malloc", "free in device code", "unsupported instruction tex.",
                      "unsupported instruction suld", "unsupported instruction sust",
                      "unsupported instruction bar.arrive",
-                     "on this target (textures and surfaces run on the CPU backend only)",
-                     "on this target (tensor-core instructions run on the CPU backend only)")
+                     "on this target (textures and surfaces run on the CPU backend only)")
 
 
 def need_linker():

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 FULL = os.environ.get("ZLUDA_EMU_FULL") == "1"
 INSTR = "tests/ptx/test_instr_{}.py"
 INSTR_FILES = ("warp", "atomic", "barrier", "mem", "control", "int", "bits", "cmp", "sreg", "transcendental",
-               "float", "cvt", "half")
+               "float", "cvt", "half", "mma", "wmma", "ldmatrix")
 CORPUS = "tests/amdgpu/emulated/corpus_cases.py"
 
 # Not the emulator's fault: the AMD backend refuses these (PTXUnsupportedError naming them; KNOWN_UNSUPPORTED).
@@ -42,6 +42,7 @@ EMU_GAPS = {
     "test_clocks_are_monotonic": "s_sendmsg_rtn_b64 (clock64, globaltimer) is not implemented",
     "test_envregs_and_globaltimer_halves": "s_sendmsg_rtn_b64 (%globaltimer_lo/hi) is not implemented",
     "_rm_": ROUNDING, "_rp_": ROUNDING, "_rz_": ROUNDING,
+    ".rm.f64.": ROUNDING, ".rp.f64.": ROUNDING, ".rz.f64.": ROUNDING,     # wmma .f64 directed rounding
     "[div_rn_": "IEEE division: quotients near the denormal or overflow range come out 0 or inf "
                 "(v_div_scale/v_div_fmas/v_div_fixup rescaling)",
     "[rcp_rn_": "IEEE reciprocal: results near the denormal or overflow range come out 0 or inf (as div)",
@@ -100,6 +101,7 @@ def _jobs():
             select="transcendental or _rn_ or approx or min or max or add_rm_f32 or fma_rz_f64",
             why_left_out="the other directed-rounding cases: the same rounding-mode gap as add_rm/fma_rz"),
         Job("sreg", g, [INSTR.format("sreg")], gaps=gaps),
+        Job("tensor cores", g, [INSTR.format(f) for f in ("mma", "wmma", "ldmatrix")], gaps=gaps),
         Job("corpus", g, [CORPUS]),
         Job("warp+barrier+mem (cumode)", g + ":cumode", [INSTR.format(f) for f in ("warp", "barrier", "mem")],
             gaps=gaps, select="" if FULL else "shfl or match or redux or vote or tree_reduction or shared",
@@ -107,6 +109,7 @@ def _jobs():
         Job("corpus (cumode)", g + ":cumode", [CORPUS], select="scan or matmul or histogram or bitonic",
             why_left_out="the kernels without barriers do not depend on CU/WGP mode"),
         Job("warp+atomic (gfx950)", "gfx950", [INSTR.format("warp"), INSTR.format("atomic")], gaps=cdna),
+        Job("mma+ldmatrix (gfx950)", "gfx950", [INSTR.format("mma"), INSTR.format("ldmatrix")], gaps=cdna),
         Job("corpus (gfx950)", "gfx950", [CORPUS], gaps=cdna),
     ]
     if FULL:                                 # every instruction file on every target, one job each
