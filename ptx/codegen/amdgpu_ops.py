@@ -12,6 +12,7 @@ from ptx.codegen import function_emitter as FE
 from ptx.codegen.amdgpu_emitter import amd_handles
 from ptx.codegen.function_emitter import semantic, unsupported
 from ptx.codegen.ops_mem import space_of
+from ptx.codegen.ops_warp import write_elected
 
 _ORDER_AT_END = re.compile(r" (monotonic|acquire|release|acq_rel|seq_cst)( (?:monotonic|acquire|seq_cst))?(, align \d+)?$")
 
@@ -214,6 +215,13 @@ def op_vote(em, ins):
     em.write(ops[0], r, "pred")
 
 
+@amd_handles("elect")
+def op_elect(em, ins):
+    if list(ins.mods) != ["sync"] or len(ins.operands) != 2:
+        unsupported(ins)
+    write_elected(em, ins.operands[0], _members(em, em.read(ins.operands[1], "u32")))
+
+
 @amd_handles("activemask")
 def op_activemask(em, ins):
     em.write(ins.operands[0], em.ballot("true"), "b32")
@@ -283,21 +291,6 @@ def op_match(em, ins):
         _write_b32_pred(em, dst, f.op(f"select i1 {allsame}, i32 {mask}, i32 0"), allsame)
     else:
         em.write(dst.first if isinstance(dst, A.PredPair) else dst, same, "b32")
-
-
-@amd_handles("elect")
-def op_elect(em, ins):
-    """elect.sync d|p, membermask: the lowest active lane of the mask leads."""
-    f = em.f
-    dst = ins.operands[0]
-    members = _members(em, em.read(ins.operands[1], 'u32'))
-    leader = em.call("llvm.cttz.i32", "i32", [("i32", members), ("i1", "false")])
-    me = f.op(f"icmp eq i32 {leader}, {em.lane_id()}")
-    if isinstance(dst, A.PredPair):
-        em.write(dst.first, leader, "b32")
-        em.write(dst.second, me, "pred")
-    else:
-        em.write(dst, me, "pred")
 
 
 REDUX = {"add": ("add", "0", "0"), "and": ("and", "-1", "-1"), "or": ("or", "0", "0"),

@@ -85,6 +85,30 @@ def op_vote(em, ins):
     _collective(em, K_VOTE, mode, mask, pred=p, after=after)
 
 
+def write_elected(em, dst, members):
+    """elect.sync's results from the ballot of the member lanes that executed it: the lowest of them leads
+    (the same leader for the same members every time, as the ISA asks); d|p, or _|p."""
+    f = em.f
+    leader = f.op(f"call i32 @llvm.cttz.i32(i32 {members}, i1 false)")
+    em.m.declare("declare i32 @llvm.cttz.i32(i32, i1)")
+    if not isinstance(dst, A.PredPair):
+        semantic(em.cur_ins, "elect.sync needs a d|p destination")
+    if not (isinstance(dst.first, A.Reg) and dst.first.name == "_"):
+        em.write(dst.first, leader, "b32")
+    em.write(dst.second, f.op(f"icmp eq i32 {em.lane_id()}, {leader}"), "pred")
+
+
+@handles("elect")
+def op_elect(em, ins):
+    if list(ins.mods) != ["sync"] or len(ins.operands) != 2:
+        unsupported(ins)
+    dst = ins.operands[0]
+    mask = em.read(ins.operands[1], "u32")
+    # a ballot of the members, all true: .sync waits for every lane of the mask
+    _collective(em, K_VOTE, VOTE_MODES["ballot"], mask, pred="true",
+                after=lambda: write_elected(em, dst, _result(em, "i32")))
+
+
 @handles("activemask")
 def op_activemask(em, ins):
     dst = ins.operands[0]

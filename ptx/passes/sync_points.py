@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ptx import ast as A
 
-WARP_COLLECTIVES = frozenset({"shfl", "vote", "activemask", "match", "redux", "mma", "ldmatrix", "stmatrix",
+WARP_COLLECTIVES = frozenset({"shfl", "vote", "activemask", "match", "redux", "elect", "mma", "ldmatrix", "stmatrix",
                               "movmatrix"})
 
 

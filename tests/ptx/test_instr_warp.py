@@ -196,6 +196,28 @@ def test_activemask_in_divergent_branch(rng):
     K.check_equal(got, want, [e], "activemask")
 
 
+KS90 = K.KernelSet(target="sm_90")       # elect.sync is sm_90's
+KS90.add("elect", _ew("elect", LANE + "mov.u32 %d, 0x5A5A;\nsetp.eq.u32 %p, %lane, 99;\n" + _member("e")
+                      + "elect.sync %d|%p, %e;\n$OUT:", [("e", "b32")], [("d", "b32"), ("p", "pred")]))
+KS90.add("elect_sink", _ew("elect_sink", LANE + "setp.eq.u32 %p, %lane, 99;\n" + _member("e")
+                           + "elect.sync _|%p, %e;\n$OUT:", [("e", "b32")], [("p", "pred")]))
+
+
+def test_elect_leads_with_the_lowest_member(rng):
+    """Each warp's members (a random mask, some lanes branching around) elect the lowest of them: d is its
+    lane id in every member, p true in it alone; the other lanes keep their values."""
+    e = _warp_masks(rng)
+    d, p = K.run_elementwise(KS90, "elect", [e], ["b32", "pred"], rng, block=BLOCK)
+    (q,) = K.run_elementwise(KS90, "elect_sink", [e], ["pred"], rng, block=BLOCK)
+    for i in range(N):
+        mask, lane = int(e[i]), i % 32
+        leader = (mask & -mask).bit_length() - 1
+        if (mask >> lane) & 1:
+            assert (d[i], p[i], q[i]) == (leader, lane == leader, lane == leader), (i, hex(mask))
+        else:
+            assert (d[i], p[i], q[i]) == (0x5A5A, 0, 0), (i, hex(mask), "non-member lane changed")
+
+
 # a block of 40 threads: warp 1 holds 8 lanes
 KS.add("activemask_partial_warp", _ew("activemask_partial_warp", "activemask.b32 %d;\n"
                                                 "vote.sync.ballot.b32 %q, %a, %d;", [("a", "pred")],
