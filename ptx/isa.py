@@ -160,8 +160,26 @@ def _fail(msg, ins):
     raise PTXSemanticError(msg, ins.pos.line, ins.pos.col)
 
 
+# Instructions a module's .target must reach (the PTX ISA's target notes), refused below it as ptxas does:
+# an H200 answers 218 with "Feature 'elect' requires .target sm_90 or higher" for elect, mapa and multimem
+# in a .target sm_86 module (tests/data/nvidia_elect_answers.json). The feature multimem names carries
+# its first modifier ('multimem.ld_reduce').
+_MIN_TARGET = {"elect": 90, "mapa": 90, "getctarank": 90, "multimem": 90, "griddepcontrol": 90,
+               "stmatrix": 90, "setmaxnreg": 90, "wgmma": 90, "tcgen05": 100, "clusterlaunchcontrol": 100}
+
+
+def _check_target(ins: ast.Instruction, module: ast.Module) -> None:
+    need = _MIN_TARGET.get(ins.opcode)
+    have = min((s for s in map(target_sm, module.target) if s), default=None)
+    if need is not None and have is not None and have < need:
+        feature = ins.opcode + (f".{ins.mods[0]}" if ins.opcode == "multimem" and ins.mods else "")
+        _fail(f"Feature '{feature}' requires .target sm_{need} or higher", ins)
+
+
 def check_modifiers(ins: ast.Instruction, module: ast.Module) -> None:
-    """Every modifier is one the instruction takes, and the ones it cannot do without are there."""
+    """Every modifier is one the instruction takes, and the ones it cannot do without are there; the
+    instruction is one the module's .target has."""
+    _check_target(ins, module)
     op, mods = ins.opcode, ins.mods
     allowed = _ALLOWED.get(op)
     if allowed is None:

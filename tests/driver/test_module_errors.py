@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -72,3 +73,33 @@ def test_link_like_nvidia(shim_answers, case):
     assert ours["code"] == nvidia["code"], ours
     if case in ("add_ld_parma", "add_version_9_9"):     # refused at cuLinkAddData, with the log
         assert _LINE.match(ours["error_log"]).group(1) == _LINE.match(nvidia["error_log"]).group(1)
+
+
+ELECT_ANSWERS = json.load(open(os.path.join(near_miss.DATA, "nvidia_elect_answers.json")))
+SM86_HEAD = (".version 8.0\n.target sm_86\n.address_size 64\n.visible .entry k(.param .u64 a)\n{\n"
+             " .reg .b32 %r<4>;\n .reg .b64 %rd<4>;\n .reg .pred %p<2>;\n")
+
+
+@pytest.mark.parametrize("case", ELECT_ANSWERS["sm86"], ids=lambda c: c["body"].split()[0])
+def test_newer_instructions_below_their_target_like_nvidia(shim_libdir, case):
+    """An sm_90 instruction in a .target sm_86 module: 218 and ptxas's first error line, as the H200
+    answered (scripts/nvidia_elect_probe.cu); the H200 loads the others, and so do we (they are compiled,
+    or refused as not implemented, at their kernel's first launch)."""
+    src = SM86_HEAD + " " + case["body"] + " ret;\n}\n"
+    code = (r"import ctypes, sys" "\n"
+            r"lib = ctypes.CDLL(sys.argv[1] + '/libcuda.so.1'); P = ctypes.byref" "\n"
+            r"assert lib.cuInit(0) == 0; ctx = ctypes.c_void_p()" "\n"
+            r"assert lib.cuDevicePrimaryCtxRetain(P(ctx), 0) == 0 and lib.cuCtxSetCurrent(ctx) == 0" "\n"
+            r"log = ctypes.create_string_buffer(2048); m = ctypes.c_void_p()" "\n"
+            r"opts = (ctypes.c_int * 2)(5, 6); vals = (ctypes.c_void_p * 2)(ctypes.addressof(log), 2048)" "\n"
+            r"r = lib.cuModuleLoadDataEx(P(m), ctypes.c_char_p(sys.stdin.buffer.read()), 2, opts, vals)" "\n"
+            r"print(r); print(log.value.decode().replace('\n', ' ').strip())" "\n")
+    env = clean_env(ZLUDA_CC="9.0")
+    p = subprocess.run([sys.executable, "-c", code, shim_libdir], input=src.encode(), capture_output=True,
+                       env=env, timeout=300)
+    assert p.returncode == 0, p.stderr.decode()[-2000:]
+    rc, log = p.stdout.decode().split("\n", 1)
+    assert int(rc) == case["code"], log
+    if case["code"]:
+        first = case["error_log"].split(" ptxas ")[0]
+        assert log.strip().startswith(first), (log, first)

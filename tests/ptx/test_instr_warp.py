@@ -218,6 +218,22 @@ def test_elect_leads_with_the_lowest_member(rng):
             assert (d[i], p[i], q[i]) == (0x5A5A, 0, 0), (i, hex(mask), "non-member lane changed")
 
 
+def test_elect_matches_the_h200(rng):
+    """The H200's leaders for its probed masks (tests/data/nvidia_elect_answers.json), lane by lane."""
+    import json
+    import os
+    doc = json.load(open(os.path.join(os.path.dirname(__file__), "..", "data", "nvidia_elect_answers.json")))
+    masks = sorted(doc["answers"])
+    e = np.repeat(np.array([int(m, 16) for m in masks], np.uint32), 32)
+    d, p = K.run_elementwise(KS90, "elect", [e], ["b32", "pred"], rng, block=32)
+    for w, m in enumerate(masks):
+        for lane, cell in enumerate(doc["answers"][m].split()):
+            want_d, want_p = map(int, cell.split("/"))
+            if want_p == 7:          # outside the mask: untouched (this kernel's own marker)
+                want_d, want_p = 0x5A5A, 0
+            assert (d[w * 32 + lane], p[w * 32 + lane]) == (want_d, want_p), (m, lane)
+
+
 # a block of 40 threads: warp 1 holds 8 lanes
 KS.add("activemask_partial_warp", _ew("activemask_partial_warp", "activemask.b32 %d;\n"
                                                 "vote.sync.ballot.b32 %q, %a, %d;", [("a", "pred")],

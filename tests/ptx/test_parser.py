@@ -686,8 +686,10 @@ ISA_FORMS = """
 
 
 def test_isa_instruction_forms_parse_and_check():
+    # sm_100: the forms include mapa, getctarank, griddepcontrol (sm_90) and tcgen05 (sm_100a)
     text = kernel(ISA_FORMS, regs=".reg .pred %p<4>;\n.reg .b16 %rs<4>;\n.reg .b32 %r<10>;\n.reg .f32 %f<10>;\n"
                                   ".reg .b64 %rd<4>;\n.reg .f64 %fd<4>;\n.reg .b128 %q<2>;\n")
+    text = text.replace(".version 8.5\n.target sm_86", ".version 8.7\n.target sm_100a", 1)
     ins = [s for s in body_of(text) if isinstance(s, ast.Instruction)]
     assert len(ins) == ISA_FORMS.count(";")
     bulk = [i for i in ins if i.opcode == "cp" and "bulk" in i.mods][0]
