@@ -30,6 +30,8 @@ def compiler_version() -> str:
             for p in sorted((HERE / sub).glob("*.py")):
                 h.update(p.name.encode())
                 h.update(p.read_bytes())
+        for p in (HERE / "runtime" / "texture.c", HERE / "runtime" / "texture.h"):   # linked in (amdgpu_texture)
+            h.update(p.read_bytes())
         _compiler_version = h.hexdigest()[:16]
     return _compiler_version
 HERE = Path(__file__).resolve().parent
@@ -194,15 +196,16 @@ class _CompilerChild:
             line += self._read(1, deadline)
         return line
 
-    def compile(self, ir: bytes, target: AmdgpuTarget, opt_level: int, timeout: float) -> bytes:
+    def compile(self, ir: bytes, target: AmdgpuTarget, opt_level: int, timeout: float, link=None) -> bytes:
         import time
         with self.lock:
             if self.proc is None or self.owner != os.getpid() or self.proc.poll() is not None:
                 self._start()
             deadline = time.monotonic() + timeout
             try:
-                self.proc.stdin.write(f"{target.cpu} {target.llvm_features or '-'} {opt_level} {len(ir)}\n".encode()
-                                      + ir)
+                extra = f" {link}" if link else ""
+                self.proc.stdin.write(f"{target.cpu} {target.llvm_features or '-'} {opt_level} {len(ir)}{extra}\n"
+                                      .encode() + ir)
                 self.proc.stdin.flush()
                 status, n = self._readline(deadline).split()
                 payload = self._read(int(n), deadline)
@@ -227,8 +230,10 @@ class _CompilerChild:
 _child = _CompilerChild()
 
 
-def _compile_object(ir: str, target: AmdgpuTarget, opt_level: int, timeout: float) -> bytes:
-    return _child.compile(ir.encode(), target, opt_level, timeout)
+def _compile_object(ir: str, target: AmdgpuTarget, opt_level: int, timeout: float, cache_dir=None) -> bytes:
+    from ptx import amdgpu_texture
+    link = amdgpu_texture.bitcode(cache_dir) if amdgpu_texture.needed(ir) else None
+    return _child.compile(ir.encode(), target, opt_level, timeout, link)
 
 
 def _link(obj: bytes, timeout: float) -> bytes:
@@ -277,7 +282,7 @@ def compile_amdgpu(text: str, target: str = "gfx1100", cache_dir=None, fma_contr
         cache = _cache(cache_dir, key)
     code = cache.load() if cache else None
     if code is None:
-        code = _link(_compile_object(air.text, tgt, opt_level, timeout), timeout)
+        code = _link(_compile_object(air.text, tgt, opt_level, timeout, cache_dir), timeout)
         if cache is not None:
             cache.store(code)
     info = read_code_object(code)

@@ -3,7 +3,8 @@
 Runs apart from the application because LLVM aborts the whole process on what the AMDGPU backend
 cannot select (an unsupported intrinsic); the parent sees a dead child, not a dead process.
   python amdgpu_llc.py CPU FEATURES OPT_LEVEL < module.ll > module.o      (one module)
-  python amdgpu_llc.py --serve   requests "CPU FEATURES|- OPT LEN\\n" + IR on stdin; answers
+  python amdgpu_llc.py --serve   requests "CPU FEATURES|- OPT LEN [BITCODE]\\n" + IR on stdin (BITCODE: a
+                                 runtime to link in first); answers
                                  "OK LEN\\n" + object or "ERR LEN\\n" + message on stdout"""
 
 import sys
@@ -11,7 +12,19 @@ import sys
 _llvm = None
 
 
-def _compile(ir: str, cpu: str, features: str, opt: int) -> bytes:
+def _link_bitcode(llvm, mod, path):
+    """Link a runtime's bitcode (amdgpu_texture.py) into `mod`, its functions internal: each module keeps
+    its own copy, which LLVM may inline."""
+    with open(path, "rb") as fh:
+        lib = llvm.parse_bitcode(fh.read())
+    lib.triple, lib.data_layout = mod.triple, mod.data_layout
+    names = [f.name for f in lib.functions if not f.is_declaration]
+    mod.link_in(lib)
+    for name in names:
+        mod.get_function(name).linkage = "internal"
+
+
+def _compile(ir: str, cpu: str, features: str, opt: int, link=None) -> bytes:
     global _llvm
     import llvmlite.binding as llvm
     if _llvm is None:
@@ -22,6 +35,8 @@ def _compile(ir: str, cpu: str, features: str, opt: int) -> bytes:
         cpu=cpu, features=features, opt=opt, reloc="pic")
     try:
         mod = llvm.parse_assembly(ir)
+        if link:
+            _link_bitcode(llvm, mod, link)
         mod.verify()
     except RuntimeError as e:
         raise ValueError("invalid LLVM IR: " + " | ".join(str(e).splitlines()[1:3])) from None
@@ -37,10 +52,10 @@ def serve():
         header = inp.readline()
         if not header:
             return 0
-        cpu, features, opt, n = header.decode().split()
+        cpu, features, opt, n, *link = header.decode().split()
         ir = inp.read(int(n)).decode()
         try:
-            obj = _compile(ir, cpu, "" if features == "-" else features, int(opt))
+            obj = _compile(ir, cpu, "" if features == "-" else features, int(opt), link[0] if link else None)
             out.write(b"OK %d\n" % len(obj) + obj)
         except ValueError as e:
             msg = str(e).encode()

@@ -1,10 +1,11 @@
-"""Texture and surface instructions on the CPU: tex, tld4, txq, suld.b, sust.b, suq, each a call into the
-runtime's texture.c with the handle (a texture.h descriptor's address) the kernel was given."""
+"""Texture and surface instructions: tex, tld4, txq, suld.b, sust.b, suq, each a call into the runtime's
+texture.c with the handle (a texture.h descriptor's address) the kernel was given: on the CPU the runtime
+library's, on AMD GPUs its bitcode linked into the module (ptx/amdgpu_texture.py)."""
 
 from __future__ import annotations
 
 from ptx import ast as A
-from ptx.codegen.function_emitter import FunctionEmitter, check_mods, handles, semantic, unsupported
+from ptx.codegen.function_emitter import check_mods, handles, semantic, unsupported
 
 GEOMETRIES = ("1d", "2d", "3d", "a1d", "a2d", "cube", "acube", "2dms", "a2dms")   # texture.h's order
 ELEM = {"f32": 0, "s32": 1, "u32": 2}
@@ -15,18 +16,14 @@ SURF_QUERIES = {"width": 0, "height": 1, "depth": 2, "channel_data_type": 3, "ch
                 "array_size": 10, "memory_layout": None}
 CLAMPS = {"trap": 0, "clamp": 1, "zero": 2}
 SIGS = {
-    "ptx_tex_fetch": "void @ptx_tex_fetch(i64, i32, i32, i32, ptr, ptr)",
-    "ptx_tex_gather": "void @ptx_tex_gather(i64, i32, i32, i32, i32, ptr, ptr)",
-    "ptx_tex_query": "i32 @ptx_tex_query(i64, i32)",
-    "ptx_surf_access": "i32 @ptx_surf_access(i64, i32, ptr, ptr, i32, i32, i32)",
+    "ptx_tex_fetch": "void @ptx_tex_fetch(ptr, i32, i32, i32, ptr, ptr)",
+    "ptx_tex_gather": "void @ptx_tex_gather(ptr, i32, i32, i32, i32, ptr, ptr)",
+    "ptx_tex_query": "i32 @ptx_tex_query(ptr, i32)",
+    "ptx_surf_access": "i32 @ptx_surf_access(ptr, i32, ptr, ptr, i32, i32, i32)",
 }
 
 
 def _declare(em, name):
-    if type(em) is not FunctionEmitter:
-        # AMD GPUs: no image-descriptor lowering yet; the module load answers CUDA_ERROR_NOT_SUPPORTED
-        unsupported(em.cur_ins, f"{em.cur_ins.opcode} on this target (textures and surfaces run on the CPU "
-                                "backend only)")
     em.m.declare("declare " + SIGS[name])
 
 
@@ -48,7 +45,12 @@ def _handle(em, ins, addr):
         unsupported(ins, f"{ins.opcode} with a separate sampler (independent texturing mode)")
     if not em.is_register(addr.base):
         unsupported(ins, f"{ins.opcode} through the module-scope reference {addr.base} (cuTexRef/cuSurfRef)")
-    return em.read(A.Reg(addr.base), "u64", ins)
+    return _descriptor(em, em.read(A.Reg(addr.base), "u64", ins))
+
+
+def _descriptor(em, handle):
+    """The descriptor a 64-bit handle points to (a flat pointer on AMD GPUs)."""
+    return em.f.op(f"inttoptr i64 {handle} to ptr")
 
 
 def _coords(em, ins, addr, ctype, n, geometry):
@@ -129,7 +131,7 @@ def _sample(em, ins, fn, lead, g, n):
     coords = _coords(em, ins, ins.operands[1], ctype, n, g)
     out = em.f.alloca("[4 x i32]", align=16)
     _declare(em, fn)
-    em.f.emit(f"call void @{fn}(i64 {h}, {lead}i32 {GEOMETRIES.index(g)}, i32 {ELEM[rtype]}, "
+    em.f.emit(f"call void @{fn}(ptr {h}, {lead}i32 {GEOMETRIES.index(g)}, i32 {ELEM[rtype]}, "
               f"i32 {ELEM[ctype]}, ptr {coords}, ptr {out})")
     _results(em, ins, ins.operands[0], rtype, out)
 
@@ -145,9 +147,9 @@ def _query(em, ins, table):
     addr = ins.operands[1]
     if not em.is_register(addr.base):
         unsupported(ins, f"{ins.opcode} of the module-scope reference {addr.base}")
-    h = em.read(A.Reg(addr.base), "u64", ins)
+    h = _descriptor(em, em.read(A.Reg(addr.base), "u64", ins))
     _declare(em, "ptx_tex_query")
-    v = em.f.op(f"call i32 @ptx_tex_query(i64 {h}, i32 {what})")
+    v = em.f.op(f"call i32 @ptx_tex_query(ptr {h}, i32 {what})")
     em.write(ins.operands[0], v, "b32", ins)
 
 
@@ -186,15 +188,14 @@ def _surface(em, ins, store):
             p = em.f.op(f"getelementptr [{vec} x {ty}], ptr {buf}, i32 0, i32 {i}")
             em.f.emit(f"store {ty} {em.read(d, ptype, ins)}, ptr {p}")
     _declare(em, "ptx_surf_access")
-    st = em.f.op(f"call i32 @ptx_surf_access(i64 {h}, i32 {GEOMETRIES.index(g)}, ptr {coords}, ptr {buf}, "
+    st = em.f.op(f"call i32 @ptx_surf_access(ptr {h}, i32 {GEOMETRIES.index(g)}, ptr {coords}, ptr {buf}, "
                  f"i32 {vec * width // 8}, i32 {CLAMPS[clamp]}, i32 {1 if store else 0})")
     if clamp == "trap":
         bad = em.f.op(f"icmp ne i32 {st}, 0")
         trap, ok = em.f.new_label("surf_trap"), em.f.new_label("surf_ok")
         em.f.term(f"br i1 {bad}, label %{trap}, label %{ok}")
         em.f.label(trap)
-        em.call("ptx_rt_trap", "void", [("ptr", em.W)])     # an out-of-range .trap access, as trap does
-        em.abort("1")
+        em.handler("trap")(em, ins)     # an out-of-range .trap access, as trap does
         em.f.label(ok)
     if not store:
         for i, d in enumerate(elems):

@@ -1,9 +1,37 @@
 /* Texture fetches, gathers, queries and surface accesses on the CPU, answering what NVIDIA's texture
    units answer (tests/data/nvidia_texture_answers.json): filtering weights in 8 fractional bits, border
    colours quantised to the texel format, 8/16-bit integers read as normalised floats. */
+#if defined(__AMDGCN__)
+/* AMD GPUs (ptx/amdgpu_texture.py builds this file freestanding for them): no C library, so the math and
+   memory functions are clang's builtins, which become LLVM intrinsics; long double is double there. */
+#include <stdint.h>
+#define memcpy __builtin_memcpy
+#define memset __builtin_memset
+#define floorf __builtin_floorf
+#define ceilf __builtin_ceilf
+#define fabsf __builtin_fabsf
+#define fmaxf __builtin_fmaxf
+#define fminf __builtin_fminf
+#define fabsl __builtin_fabsl
+#define floorl __builtin_floorl
+#define roundl __builtin_roundl
+#define ldexpl __builtin_ldexpl
+#define frexpl __builtin_frexpl
+#define INFINITY __builtin_inff()
+static float nextafterf(float x, float toward) {      /* for finite x, as round_away uses it */
+    uint32_t u;
+    __builtin_memcpy(&u, &x, 4);
+    if (x == 0) u = (toward > 0 ? 0u : 0x80000000u) | 1u;
+    else if ((x < toward) == (x > 0)) u++;
+    else u--;
+    __builtin_memcpy(&x, &u, 4);
+    return x;
+}
+#else
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+#endif
 #include "texture.h"
 
 typedef struct { float f[4]; uint32_t u[4]; } texel;   /* f: float reads; u: element (integer) reads */

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 FULL = os.environ.get("ZLUDA_EMU_FULL") == "1"
 INSTR = "tests/ptx/test_instr_{}.py"
 INSTR_FILES = ("warp", "atomic", "barrier", "mem", "control", "int", "bits", "cmp", "sreg", "transcendental",
-               "float", "cvt", "half", "mma", "wmma", "ldmatrix")
+               "float", "cvt", "half", "mma", "wmma", "ldmatrix", "tex")
 CORPUS = "tests/amdgpu/emulated/corpus_cases.py"
 
 # Not the emulator's fault: the AMD backend refuses these (PTXUnsupportedError naming them; KNOWN_UNSUPPORTED).
@@ -102,6 +102,7 @@ def _jobs():
             why_left_out="the other directed-rounding cases: the same rounding-mode gap as add_rm/fma_rz"),
         Job("sreg", g, [INSTR.format("sreg")], gaps=gaps),
         Job("tensor cores", g, [INSTR.format(f) for f in ("mma", "wmma", "ldmatrix")], gaps=gaps),
+        Job("textures", g, [INSTR.format("tex")]),
         Job("corpus", g, [CORPUS]),
         Job("warp+barrier+mem (cumode)", g + ":cumode", [INSTR.format(f) for f in ("warp", "barrier", "mem")],
             gaps=gaps, select="" if FULL else "shfl or match or redux or vote or tree_reduction or shared",
@@ -109,7 +110,8 @@ def _jobs():
         Job("corpus (cumode)", g + ":cumode", [CORPUS], select="scan or matmul or histogram or bitonic",
             why_left_out="the kernels without barriers do not depend on CU/WGP mode"),
         Job("warp+atomic (gfx950)", "gfx950", [INSTR.format("warp"), INSTR.format("atomic")], gaps=cdna),
-        Job("mma+ldmatrix (gfx950)", "gfx950", [INSTR.format("mma"), INSTR.format("ldmatrix")], gaps=cdna),
+        Job("mma+ldmatrix+tex (gfx950)", "gfx950", [INSTR.format(f) for f in ("mma", "ldmatrix", "tex")],
+            gaps=cdna),
         Job("corpus (gfx950)", "gfx950", [CORPUS], gaps=cdna),
     ]
     if FULL:                                 # every instruction file on every target, one job each

@@ -233,3 +233,10 @@ def _backend_calls():
     text = "".join(p.read_text() for p in (ROOT / "zluda_py" / "backends" / "hip").glob("*.py"))
     return set(re.findall(r"hip\.(hip[A-Z]\w+)\b", text)) - {"hipDeviceAttribute_t", "hipDeviceProp_t",
                                                               "hipMemcpyKind"}
+
+
+def test_texture_surface(built_samples, tmp_path):
+    """CUDA arrays, texture and surface objects over HIP: the descriptors in managed memory, the kernels'
+    fetches and surface stores through the texture runtime linked into their code object."""
+    calls, details = run_sample(built_samples, tmp_path, "texture_surface")
+    assert any(c["call"] == "hipMallocManaged" for c in calls), sorted({c["call"] for c in calls})

@@ -103,6 +103,23 @@ def test_tex_2d_point_clamp(rng, name):
     K.check_equal(out[:, 1:], np.zeros((N, 3), np.uint32), label="missing channels")
 
 
+def test_tex_2d_linear_filtering(rng):
+    """Bilinear filtering with the hardware's 8-bit weights (the far corner's the rounded product, the rest
+    what is left): integer texels and coordinates on a 1/16 grid make every weighted sum exact."""
+    img = rng.integers(-1000, 1000, (H, W)).astype(np.float32)
+    d = _descriptor(img, 0x20, 1, filt=1)
+    xs = (rng.integers(-32, (W + 2) * 16, N) / 16).astype(np.float32)
+    ys = (rng.integers(-32, (H + 2) * 16, N) / 16).astype(np.float32)
+    out = _launch("tex_f32", d, xs, ys, rng)
+    i0, j0 = np.floor(xs - 0.5).astype(int), np.floor(ys - 0.5).astype(int)
+    a = ((xs - 0.5 - i0) * 256).astype(np.int64)
+    b = ((ys - 0.5 - j0) * 256).astype(np.int64)
+    ab = (a * b + 128) >> 8
+    t = lambda di, dj: img[np.clip(j0 + dj, 0, H - 1), np.clip(i0 + di, 0, W - 1)].astype(np.float64)  # noqa: E731
+    want = ((256 - a - b + ab) * t(0, 0) + (a - ab) * t(1, 0) + (b - ab) * t(0, 1) + ab * t(1, 1)) / 256
+    K.check_equal(out[:, 0], want.astype(np.float32).view(np.uint32), label="filtered x")
+
+
 def test_tex_integer_coordinates_border(rng):
     img = rng.integers(0, 1 << 32, (H, W, 2), dtype=np.uint64).astype(np.uint32)
     d = _descriptor(img, 0x03, 2, address=3)

@@ -1,5 +1,5 @@
 """Surface objects: cuSurfObjectCreate/Destroy/GetResourceDesc over CUDA arrays; the handle is the address
-of the same runtime descriptor a texture object uses (suld/sust address it in bytes)."""
+of the same runtime descriptor a texture object uses (suld/sust address x in bytes)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import struct
 from zluda_py import cmem
 from zluda_py.dispatch import export
 from zluda_py.driver import context as ctxmod
-from zluda_py.driver.texture import OBJECTS, RES_ARRAY, RES_DESC_BYTES, _keep, _object, resource
+from zluda_py.driver.texture import RES_ARRAY, RES_DESC_BYTES, _keep, _object, drop, resource
 from zluda_py.errors import CudaError, CUDA_ERROR_INVALID_VALUE
 
 
@@ -28,8 +28,7 @@ def surf_object_create(pobj, pres):
 @export("cuSurfObjectDestroy")
 def surf_object_destroy(handle):
     if handle:
-        _object(handle, "surface object")
-        del OBJECTS[handle]
+        drop(handle, "surface object")
 
 
 @export("cuSurfObjectGetResourceDesc")

@@ -1,5 +1,6 @@
 """Texture objects: cuTexObjectCreate/Destroy and their resource, texture and view descriptors, over CUDA
-arrays, linear and pitch2D memory. A handle is the address of the CPU runtime's descriptor (texture.h)."""
+arrays, linear and pitch2D memory. A handle is the address of the runtime's descriptor (texture.h), kept
+in managed memory so kernel code reads it on every backend."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from ptx.runtime.texture import Descriptor, MAGIC
 from zluda_py import cmem
 from zluda_py.dispatch import export
 from zluda_py.driver import context as ctxmod
+from zluda_py.driver import memory
 from zluda_py.driver.allocations import device_range
 from zluda_py.driver.array import FORMAT_BYTES, CUBEMAP, lookup
 from zluda_py.errors import CudaError, CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_INVALID_HANDLE
@@ -18,7 +20,8 @@ RES_ARRAY, RES_MIPMAP, RES_LINEAR, RES_PITCH2D = 0, 1, 2, 3
 RES_DESC_BYTES, TEX_DESC_BYTES, VIEW_DESC_BYTES = 144, 104, 112
 TRSF_READ_AS_INTEGER, TRSF_NORMALIZED_COORDINATES = 0x1, 0x2
 PITCH_ALIGNMENT = 32        # texturePitchAlignment
-OBJECTS: dict[int, tuple] = {}   # handle -> (Descriptor, resource desc bytes, texture desc bytes, view bytes)
+# handle -> (Descriptor, resource desc bytes[, texture desc bytes, view bytes], the descriptor's allocation)
+OBJECTS: dict[int, tuple] = {}
 
 
 def resource(pres, what="pResDesc") -> Descriptor:
@@ -67,9 +70,27 @@ def resource(pres, what="pResDesc") -> Descriptor:
 
 
 def _keep(d: Descriptor, *descs) -> int:
-    handle = ctypes.addressof(d)
-    OBJECTS[handle] = (d,) + descs
-    return handle
+    """The handle of a new object: its descriptor copied into managed memory of the current context."""
+    a = memory.allocate(ctxmod.current_context(), ctypes.sizeof(d), "managed")
+    ctypes.memmove(a.base, ctypes.addressof(d), ctypes.sizeof(d))
+    OBJECTS[a.base] = (d,) + descs + (a,)
+    return a.base
+
+
+def drop(handle, what="texture object") -> None:
+    """Destroy an object: once its context's queued work is done (a kernel may still read it)."""
+    a = _object(handle, what)[-1]
+    del OBJECTS[handle]
+    ctx = a.ctx
+    if ctx is not None and not ctx.destroyed and not ctx.idle():
+        ctx.synchronize(check=False)
+    memory.release(a)
+
+
+@ctxmod.on_any_teardown
+def _forget_context_objects(ctx) -> None:
+    for h in [h for h, got in OBJECTS.items() if got[-1].ctx is ctx]:
+        del OBJECTS[h]      # their descriptors go with the context's allocations
 
 
 @export("cuTexObjectCreate")
@@ -102,8 +123,7 @@ def _object(handle, what="texture object"):
 @export("cuTexObjectDestroy")
 def tex_object_destroy(handle):
     if handle:      # NVIDIA answers success for 0
-        _object(handle)
-        del OBJECTS[handle]
+        drop(handle)
 
 
 @export("cuTexObjectGetResourceDesc")
