@@ -120,6 +120,20 @@ def test_tex_2d_linear_filtering(rng):
     K.check_equal(out[:, 0], want.astype(np.float32).view(np.uint32), label="filtered x")
 
 
+@pytest.mark.parametrize("address", [0, 2], ids=["wrap", "mirror"])
+def test_wrap_and_mirror_clamp_unnormalised_coordinates(rng, address):
+    """Wrap and mirror need normalised coordinates; with texel coordinates the texture clamps (NVIDIA's
+    convolutionTexture sample, unnormalised with wrap, passes against its clamping reference on an H200)."""
+    img = rng.standard_normal((H, W)).astype(np.float32)
+    d = _descriptor(img, 0x20, 1, address=address)
+    xs = rng.uniform(-3, W + 3, N).astype(np.float32)
+    ys = rng.uniform(-3, H + 3, N).astype(np.float32)
+    out = _launch("tex_f32", d, xs, ys, rng)
+    ix = np.clip(np.floor(xs).astype(int), 0, W - 1)
+    iy = np.clip(np.floor(ys).astype(int), 0, H - 1)
+    K.check_equal(out[:, 0], img[iy, ix].view(np.uint32), label="x")
+
+
 def test_tex_integer_coordinates_border(rng):
     img = rng.integers(0, 1 << 32, (H, W, 2), dtype=np.uint64).astype(np.uint32)
     d = _descriptor(img, 0x03, 2, address=3)
