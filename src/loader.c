@@ -20,10 +20,20 @@
 #include "zluda_shim.h"
 
 int zluda_shim_disabled;
+int zluda_host_exiting;
 static int host_is_python;
 static int cuinit_code = ZLUDA_ERR_INIT_FAILED;     /* what cuInit answers once disabled */
 static pthread_once_t start_once = PTHREAD_ONCE_INIT;
 static int start_status = -1;
+
+/* A Python host's last atexit callback (registered when the shim attached, so it runs after the host's
+ * own): from here to the end of Py_FinalizeEx the interpreter tears modules down, and a handler's import
+ * fails (sys.modules is empty); the generated entry points of the release calls then succeed without
+ * entering Python, as NVIDIA's driver, still alive, answers a program's exit-time frees. */
+void zluda_note_host_exiting(void)
+{
+    __atomic_store_n(&zluda_host_exiting, 1, __ATOMIC_RELEASE);
+}
 
 int zluda_host_is_python(void)
 {

@@ -10,6 +10,9 @@
  * Python (zluda_disabled_result). */
 extern int zluda_shim_disabled;
 
+/* Set when a Python host has begun finalizing (src/loader.c): release calls then succeed in C. */
+extern int zluda_host_exiting;
+
 /* Runs the Python handler of exported function `fid` (its index in cuda_decls.json) over the raw
  * arguments; returns a CUresult. Safe from any thread. (Generated entry points call their typed
  * zluda_call_<signature> pointer instead, which is cheaper.) */
@@ -29,6 +32,9 @@ const char *zluda_error_string(int code);
 
 /* 1 when the shim was loaded into a running Python (ctypes, numba), 0 inside a C program. */
 int zluda_host_is_python(void);
+
+/* The Python host's atexit callback: from then on zluda_host_exiting is set. */
+void zluda_note_host_exiting(void);
 
 /* Path of the loaded libcuda.so.1 (from dladdr), "" if unknown. */
 const char *zluda_shim_path(void);

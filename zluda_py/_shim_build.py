@@ -182,6 +182,17 @@ for _suffix, _pt in (("", 0), ("_ptsz", 1)):
     FAST_PATHS["cuStreamQuery" + _suffix] = "zl_fast_stream_query({0}, %d)" % _pt
 
 
+# Calls that give something back: once a Python host is finalizing (zluda_host_exiting), their entry points
+# answer CUDA_SUCCESS in C, as NVIDIA's driver does for a program's exit-time frees, instead of entering an
+# interpreter whose modules are being torn down (CuPy's Module.__dealloc__ unloads from there).
+RELEASES_AT_EXIT = frozenset({
+    "cuModuleUnload", "cuLibraryUnload", "cuMemFree_v2", "cuMemFreeHost", "cuMemFreeAsync",
+    "cuMemFreeAsync_ptsz", "cuMemHostUnregister", "cuStreamDestroy_v2", "cuEventDestroy_v2",
+    "cuCtxDestroy_v2", "cuDevicePrimaryCtxRelease_v2", "cuArrayDestroy", "cuMipmappedArrayDestroy",
+    "cuTexObjectDestroy", "cuSurfObjectDestroy", "cuGraphDestroy", "cuGraphExecDestroy", "cuLinkDestroy",
+    "cuMemPoolDestroy", "cuMemRelease", "cuMemUnmap", "cuMemAddressFree", "cuUserObjectRelease"})
+
+
 def signatures(decls):
     return sorted({signature(f["params"]) for f in decls["functions"]})
 
@@ -204,6 +215,9 @@ def generate_c(decls) -> str:
         out.append(f"int {f['name']}({decl}) {{")
         out.append("    if (__builtin_expect(__atomic_load_n(&zluda_shim_disabled, __ATOMIC_ACQUIRE), 0))")
         out.append(f"        return zluda_disabled_result({fid});")
+        if f["name"] in RELEASES_AT_EXIT:
+            out.append("    if (__builtin_expect(__atomic_load_n(&zluda_host_exiting, __ATOMIC_ACQUIRE), 0))")
+            out.append("        return 0;")
         fast = FAST_PATHS.get(f["name"])
         if fast:
             out.append("    {")
@@ -241,6 +255,7 @@ const char *zluda_error_name(int code);
 const char *zluda_error_string(int code);
 const char *zluda_shim_path(void);
 int zluda_host_is_python(void);
+void zluda_note_host_exiting(void);
 const char *zluda_embed_path(void);
 """
 
@@ -277,6 +292,9 @@ def _start():
         sys.argv = [""]
     import zluda_py.native
     zluda_py.native.attach(ffi, lib)
+    if lib.zluda_host_is_python():
+        import atexit
+        atexit.register(lib.zluda_note_host_exiting)
     from zluda_py.dispatch import dispatch, entry
     ffi.def_extern(name="zluda_dispatch", error={CUDA_ERROR_UNKNOWN}, onerror=_swallow)(dispatch)
     for _name, _nargs in {list(externs)!r}:

@@ -60,3 +60,19 @@ def test_client_program(program, shim_libdir):
     failed = [ln for ln in lines if ln.startswith("FAIL ")]
     assert p.returncode == 0 and passed and not failed, (
         f"{program} exited {p.returncode}\n--- stdout\n{p.stdout}\n--- stderr (tail)\n{p.stderr[-3000:]}")
+
+
+def test_cupy_exits_without_a_word(shim_libdir):
+    """CuPy's finalizers unload its modules and free its memory while the interpreter tears down, when no
+    Python can run any more: those release calls succeed as on NVIDIA's driver, and nothing reaches stderr
+    (it printed "Error in sys.excepthook" from Module.__dealloc__ before)."""
+    if importlib.util.find_spec("cupy") is None:
+        pytest.skip("cupy is not installed (scripts/setup --clients)")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    for k in ("ZLUDA_LOG", "ZLUDA_TRACE", "ZLUDA_PROFILE"):
+        env.pop(k, None)
+    cmd = [sys.executable, "-m", "zluda_py.cli", "run", "--backend", "cpu", "--",
+           sys.executable, os.path.join(PROGS, "cupy_exit.py")]
+    p = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0 and "PASS" in p.stdout and p.stderr == "", (p.stdout, p.stderr[-3000:])
