@@ -190,6 +190,12 @@ class Backend(ABC):
         backends/cpu/graph_memory.py), for graph allocations; None: each range has memory of its own."""
         return None
 
+    def virtual_memory(self):
+        """The same for the virtual memory API (cuMemAddressReserve/cuMemCreate/cuMemMap, with reserve's
+        alignment and prot, map's offset, protect, and blocks that export() to a descriptor and adopt()
+        one), or None where the backend has none (the device attribute then says so)."""
+        return None
+
     def host_register(self, ptr: int, size: int) -> int:
         """Make host memory device-accessible; returns the device address for it."""
         return ptr

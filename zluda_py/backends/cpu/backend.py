@@ -58,6 +58,8 @@ class CpuBackend(Backend):
             self._graph_memory = HostGraphMemory()
         return self._graph_memory
 
+    virtual_memory = graph_memory      # the same ranges and memfd blocks
+
     def stream_create(self, device: int, flags: int = 0, priority: int = 0) -> CpuStream:
         return CpuStream(flags, priority)
 

@@ -1,9 +1,10 @@
-"""Address ranges and physical blocks for graph allocations on the CPU: a range is reserved once (an
-allocation node keeps its address for the graph's life) and a block of shared memory (a memfd) is mapped
-into it when a launch needs it, so allocations whose lifetimes do not overlap share the same pages.
+"""Address ranges and physical blocks on the CPU, for graph allocations and the virtual memory API
+(cuMemAddressReserve/cuMemCreate/cuMemMap): a range is reserved once and a block of shared memory (a memfd)
+is mapped into it when needed, so allocations whose lifetimes do not overlap share the same pages.
 
-A range with no block holds private zero pages that cost nothing until touched, so a stray access between
-launches neither faults nor reaches another graph's data."""
+A graph range with no block holds private zero pages that cost nothing until touched, so a stray access
+between launches neither faults nor reaches another graph's data; a reserved virtual-memory range is
+inaccessible (PROT_NONE) until mapped and given access, as on a GPU."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ _ffi = cffi.FFI()
 _ffi.cdef("""
     uintptr_t mmap(uintptr_t addr, size_t length, int prot, int flags, int fd, long offset);
     int munmap(uintptr_t addr, size_t length);
+    int mprotect(uintptr_t addr, size_t length, int prot);
 """)
 _libc = _ffi.dlopen(None)
 _FAILED = (1 << 64) - 1                  # MAP_FAILED as an unsigned address
@@ -30,14 +32,27 @@ ALIGNMENT = 2 << 20                      # ranges start on 2 MiB, as NVIDIA's gr
 class Block:
     """Physical memory: `size` bytes of a memfd, shared by every range it is mapped into."""
 
-    def __init__(self, size: int):
+    def __init__(self, size: int, fd: int | None = None):
         self.size = size
-        self.fd = os.memfd_create("zluda-graph-memory", os.MFD_CLOEXEC)
+        if fd is not None:          # an imported block (another process's, through a descriptor)
+            self.fd = fd
+            return
+        self.fd = os.memfd_create("zluda-device-memory", os.MFD_CLOEXEC)
         try:
             os.ftruncate(self.fd, size)
         except OSError as e:
             os.close(self.fd)
-            raise CudaError(CUDA_ERROR_OUT_OF_MEMORY, f"graph memory block of {size} bytes: {e.strerror}") from None
+            raise CudaError(CUDA_ERROR_OUT_OF_MEMORY, f"device memory block of {size} bytes: {e.strerror}") from None
+
+    def export(self) -> int:
+        """A new descriptor of the block for another process (cuMemExportToShareableHandle)."""
+        return os.dup(self.fd)
+
+    @classmethod
+    def adopt(cls, fd: int) -> "Block":
+        """The block a descriptor from export() names; the descriptor stays the caller's."""
+        own = os.dup(fd)
+        return cls(os.fstat(own).st_size, own)
 
     def close(self) -> None:
         """The pages go back to the host once no range maps them any more."""
@@ -50,13 +65,14 @@ class HostGraphMemory:
     def round(self, size: int) -> int:
         return -(-size // self.page) * self.page
 
-    def reserve(self, size: int) -> int:
-        """A fresh range of `size` bytes (a multiple of the page), aligned to ALIGNMENT."""
-        span = size + ALIGNMENT
-        raw = _libc.mmap(0, span, _PROT, _PRIVATE, -1, 0)
+    def reserve(self, size: int, alignment: int = ALIGNMENT, prot: int = _PROT) -> int:
+        """A fresh range of `size` bytes (a multiple of the page), aligned to `alignment` (a power of 2 of
+        at least the page); PROT_NONE (0) makes it inaccessible until mapped."""
+        span = size + alignment
+        raw = _libc.mmap(0, span, prot, _PRIVATE, -1, 0)
         if raw == _FAILED:
-            raise CudaError(CUDA_ERROR_OUT_OF_MEMORY, f"no address range of {size} bytes for a graph allocation")
-        base = -(-raw // ALIGNMENT) * ALIGNMENT
+            raise CudaError(CUDA_ERROR_OUT_OF_MEMORY, f"no address range of {size} bytes")
+        base = -(-raw // alignment) * alignment
         if base > raw:
             _libc.munmap(raw, base - raw)
         if raw + span > base + size:
@@ -69,12 +85,20 @@ class HostGraphMemory:
     def block(self, size: int) -> Block:
         return Block(size)
 
-    def map(self, base: int, size: int, block: Block) -> None:
-        """The first `size` bytes of `block` at `base` (the range's size: a block may be larger)."""
-        if _libc.mmap(base, size, _PROT, mmap.MAP_SHARED | _FIXED, block.fd, 0) == _FAILED:
-            raise CudaError(CUDA_ERROR_OUT_OF_MEMORY, f"cannot map a graph memory block at {base:#x}")
+    def adopt(self, fd: int) -> Block:
+        return Block.adopt(fd)
 
-    def unmap(self, base: int, size: int) -> None:
+    def map(self, base: int, size: int, block: Block, offset: int = 0, prot: int = _PROT) -> None:
+        """`size` bytes of `block` from `offset` at `base` (the range's size: a block may be larger)."""
+        if _libc.mmap(base, size, prot, mmap.MAP_SHARED | _FIXED, block.fd, offset) == _FAILED:
+            raise CudaError(CUDA_ERROR_OUT_OF_MEMORY, f"cannot map a device memory block at {base:#x}")
+
+    def unmap(self, base: int, size: int, prot: int = _PROT) -> None:
         """The range gets private zero pages again (the block's pages stay with its other ranges)."""
-        if _libc.mmap(base, size, _PROT, _PRIVATE | _FIXED, -1, 0) == _FAILED:
-            raise CudaError(CUDA_ERROR_OUT_OF_MEMORY, f"cannot unmap the graph memory at {base:#x}")
+        if _libc.mmap(base, size, prot, _PRIVATE | _FIXED, -1, 0) == _FAILED:
+            raise CudaError(CUDA_ERROR_OUT_OF_MEMORY, f"cannot unmap the device memory at {base:#x}")
+
+    def protect(self, base: int, size: int, prot: int) -> None:
+        """mmap's PROT_* bits for a mapped range (cuMemSetAccess)."""
+        if _libc.mprotect(base, size, prot) != 0:
+            raise CudaError(CUDA_ERROR_OUT_OF_MEMORY, f"cannot change the access of {base:#x}+{size}")

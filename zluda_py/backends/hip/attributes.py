@@ -31,10 +31,10 @@ CUDA_TO_HIP = {
     "HOST_NATIVE_ATOMIC_SUPPORTED": "HostNativeAtomicSupported",
     "DIRECT_MANAGED_MEM_ACCESS_FROM_HOST": "DirectManagedMemAccessFromHost",
     "MEMORY_POOLS_SUPPORTED": "MemoryPoolsSupported",
-    "VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED": "VirtualMemoryManagementSupported",
 }
-# what a CUDA program must see whatever HIP says (a CUDA warp is 32 lanes on every target we build for)
-FIXED = {"WARP_SIZE": 32}
+# what a CUDA program must see whatever HIP says (a CUDA warp is 32 lanes on every target we build for;
+# the virtual memory API has no HIP lowering yet: driver/vmm.py answers CUDA_ERROR_NOT_SUPPORTED there)
+FIXED = {"WARP_SIZE": 32, "VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED": 0}
 # Limits CUDA fixes for every compute capability: never reported above CUDA's value, even where HIP allows
 # more (ROCm: block z 1024, grid y/z 65536, 64 KiB shared by default, 2 GiB "constant"), since the driver
 # checks launches against them and CUDA programs rely on launches past them failing.
