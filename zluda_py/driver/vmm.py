@@ -258,8 +258,8 @@ def mem_map(ptr, size, offset, handle, flags):
         raise CudaError(CUDA_ERROR_INVALID_VALUE, f"flags {flags:#x} must be 0")
     vm = _vm()
     _granular(size, "size")
-    if ptr % GRANULARITY or offset % GRANULARITY:
-        raise CudaError(CUDA_ERROR_INVALID_VALUE, f"address {ptr:#x} or offset {offset:#x} is not aligned to "
+    if ptr % GRANULARITY or offset % GRANULARITY:      # an H200 answers NOT_SUPPORTED (tests/driver/vmm.c)
+        raise CudaError(CUDA_ERROR_NOT_SUPPORTED, f"address {ptr:#x} or offset {offset:#x} is not aligned to "
                                                   "the granularity")
     with _lock:
         p = _physical(handle)
