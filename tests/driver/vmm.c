@@ -50,36 +50,41 @@ static CUmemAccessDesc rw(void)
     return d;
 }
 
+/* One byte carrying one descriptor (SCM_RIGHTS), over `iov` and `ctl`. */
+struct fd_message { char byte; char ctl[CMSG_SPACE(sizeof(int))]; struct iovec iov; struct msghdr msg; };
+
+static struct msghdr *fd_message(struct fd_message *m)
+{
+    memset(m, 0, sizeof *m);
+    m->iov.iov_base = &m->byte;
+    m->iov.iov_len = 1;
+    m->msg.msg_iov = &m->iov;
+    m->msg.msg_iovlen = 1;
+    m->msg.msg_control = m->ctl;
+    m->msg.msg_controllen = sizeof m->ctl;
+    return &m->msg;
+}
+
 static void send_fd(int sock, int fd)
 {
-    char byte = 0, ctl[CMSG_SPACE(sizeof(int))];
-    struct iovec iov = {&byte, 1};
-    struct msghdr msg = {0};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = ctl;
-    msg.msg_controllen = sizeof ctl;
-    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+    struct fd_message m;
+    struct msghdr *msg = fd_message(&m);
+    struct cmsghdr *c = CMSG_FIRSTHDR(msg);
     c->cmsg_level = SOL_SOCKET;
     c->cmsg_type = SCM_RIGHTS;
     c->cmsg_len = CMSG_LEN(sizeof(int));
     memcpy(CMSG_DATA(c), &fd, sizeof(int));
-    CHECK(sendmsg(sock, &msg, 0) == 1);
+    CHECK(sendmsg(sock, msg, 0) == 1);
 }
 
 static int recv_fd(int sock)
 {
-    char byte, ctl[CMSG_SPACE(sizeof(int))];
-    struct iovec iov = {&byte, 1};
-    struct msghdr msg = {0};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = ctl;
-    msg.msg_controllen = sizeof ctl;
-    if (recvmsg(sock, &msg, 0) != 1)
+    struct fd_message m;
+    struct msghdr *msg = fd_message(&m);
+    if (recvmsg(sock, msg, 0) != 1 || !CMSG_FIRSTHDR(msg))
         return -1;
     int fd;
-    memcpy(&fd, CMSG_DATA(CMSG_FIRSTHDR(&msg)), sizeof(int));
+    memcpy(&fd, CMSG_DATA(CMSG_FIRSTHDR(msg)), sizeof(int));
     return fd;
 }
 
