@@ -47,6 +47,18 @@ class Allocation:
         self.advice = None          # managed memory: cuMemAdvise/cuMemPrefetchAsync state (memory.py)
 
 
+class DetachedOwner:
+    """The context a range is indexed under, seen through a wrapper so context teardown's generic memory
+    release (which frees backend allocations) leaves the range to the module that made it (IPC imports,
+    virtual-memory mappings)."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+
+    def __getattr__(self, name):
+        return getattr(self.ctx, name)
+
+
 class _NoShim:
     """Stands in for the C range table when no shim is loaded (nothing to mirror, nothing to adopt)."""
     pending = (0,)

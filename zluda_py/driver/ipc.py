@@ -24,7 +24,7 @@ import cffi
 from zluda_py import cmem
 from zluda_py.dispatch import export
 from zluda_py.driver import allocations, context as ctxmod, init
-from zluda_py.driver.allocations import INDEX, Allocation
+from zluda_py.driver.allocations import INDEX, Allocation, DetachedOwner
 from zluda_py.errors import (CudaError, CUDA_ERROR_INVALID_CONTEXT, CUDA_ERROR_INVALID_HANDLE,
                              CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_MAP_FAILED, CUDA_ERROR_NOT_SUPPORTED)
 
@@ -151,17 +151,6 @@ def ipc_get_mem_handle(out, dptr):
     cmem.write_bytes(out, raw + b"\0" * (HANDLE_SIZE - len(raw)))
 
 
-class _ImportOwner:
-    """The context an imported range belongs to, seen through a wrapper so context teardown's generic
-    memory release (which frees backend allocations) leaves it to this module."""
-
-    def __init__(self, ctx):
-        self.ctx = ctx
-
-    def __getattr__(self, name):
-        return getattr(self.ctx, name)
-
-
 def _open_mem(pdptr, handle_addr, flags):
     ctx = ctxmod.current_context()
     if not pdptr:
@@ -193,7 +182,7 @@ def _open_mem(pdptr, handle_addr, flags):
             base = _mmap(0, length, mmap.MAP_SHARED, local)
         finally:
             os.close(local)
-        owner = _ImportOwner(ctx)
+        owner = DetachedOwner(ctx)
         addr = base + offset
         INDEX.add(Allocation(addr, size, "device", owner, ctx.device))
         _imports[addr] = (base, length, owner, 1, (pid, ident))

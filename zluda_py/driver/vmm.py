@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from zluda_py import cmem
 from zluda_py.dispatch import export
 from zluda_py.driver import context as ctxmod, init
-from zluda_py.driver.allocations import INDEX, Allocation
+from zluda_py.driver.allocations import INDEX, Allocation, DetachedOwner
 from zluda_py.driver.device import device_props
 from zluda_py.errors import (CudaError, CUDA_ERROR_INVALID_DEVICE, CUDA_ERROR_INVALID_VALUE,
                              CUDA_ERROR_NOT_SUPPORTED)
@@ -28,8 +28,7 @@ _ACCESS_DESC = struct.Struct("<IiI")     # CUmemAccessDesc: location (type, id),
 _LOCATION = struct.Struct("<Ii")
 PINNED, LOCATION_DEVICE, HANDLE_POSIX_FD = 1, 1, 1
 _KNOWN_HANDLE_TYPES = 0x1 | 0x2 | 0x4 | 0x8     # POSIX fd, Win32, Win32 KMT, fabric
-_PROT = {0: mmap.PROT_NONE if hasattr(mmap, "PROT_NONE") else 0, 1: mmap.PROT_READ,
-         3: mmap.PROT_READ | mmap.PROT_WRITE}
+_PROT = {0: 0, 1: mmap.PROT_READ, 3: mmap.PROT_READ | mmap.PROT_WRITE}    # CUmemAccess_flags -> PROT_*
 
 _lock = threading.RLock()
 
@@ -79,17 +78,6 @@ def _reindex(r: Reservation, owner) -> None:
 _handles: dict = {}                 # CUmemGenericAllocationHandle -> Physical
 _reserved: dict = {}                # base -> Reservation
 _next_handle = [0x5A000001]
-
-
-class _Owner:
-    """The context a mapped range is indexed under, seen through a wrapper so context teardown's generic
-    memory release leaves the range to this module (it outlives contexts, as on NVIDIA's driver)."""
-
-    def __init__(self, ctx):
-        self.ctx = ctx
-
-    def __getattr__(self, name):
-        return getattr(self.ctx, name)
 
 
 def _vm():
@@ -329,7 +317,7 @@ def set_access(ptr, size, pdesc, count):
         for base, m in maps:
             vm.protect(base, m.size, _PROT[access])
             m.access = access
-        _reindex(r, _Owner(ctxmod.primary_context(descs[-1][1])))
+        _reindex(r, DetachedOwner(ctxmod.primary_context(descs[-1][1])))
 
 
 @export("cuMemGetAccess")
