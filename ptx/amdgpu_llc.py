@@ -52,7 +52,7 @@ def serve():
         header = inp.readline()
         if not header:
             return 0
-        cpu, features, opt, n, *link = header.decode().split()
+        cpu, features, opt, n, *link = header.decode().rstrip("\n").split(" ", 4)   # a path may hold spaces
         ir = inp.read(int(n)).decode()
         try:
             obj = _compile(ir, cpu, "" if features == "-" else features, int(opt), link[0] if link else None)

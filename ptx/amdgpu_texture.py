@@ -1,7 +1,7 @@
 """The texture runtime on AMD GPUs: the CPU's ptx/runtime/texture.c, built freestanding by clang as LLVM
 bitcode for no gfx target in particular (its functions take the module's) and linked into each module whose
-kernels call it (ops_tex's tex, tld4, txq,
-suld, sust and suq), so a texture object's handle means the same descriptor (texture.h) on both targets."""
+kernels call it (ops_tex's tex, tld4, txq, suld, sust and suq), so a texture object's handle means the same
+descriptor (texture.h) on both targets."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ from ptx.errors import PTXUnsupportedError
 
 RUNTIME = Path(__file__).resolve().parent / "runtime"
 SOURCES = (RUNTIME / "texture.c", RUNTIME / "texture.h")
-_DECL = re.compile(r"^declare [^@\n]*@(ptx_tex_fetch|ptx_tex_gather|ptx_tex_query|ptx_surf_access)\(", re.M)  # texture.py's ENTRY_POINTS
+# the declarations ops_tex emits for runtime/texture.py's ENTRY_POINTS
+_DECL = re.compile(r"^declare [^@\n]*@(ptx_tex_fetch|ptx_tex_gather|ptx_tex_query|ptx_surf_access)\(", re.M)
 
 
 def needed(ir: str) -> bool:
