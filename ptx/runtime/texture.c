@@ -203,9 +203,8 @@ static void locate(const ptx_texture *t, const float *x, int dims, const int *n,
         fp->w[d] = 0;
         if (d >= dims) { fp->i[d][0] = fp->i[d][1] = 0; fp->a[d] = 0; continue; }
         uint32_t mode = t->address[d];
-        /* wrap and mirror need normalised coordinates (the programming guide): with unnormalised ones the
-           hardware clamps (NVIDIA's convolutionTexture, unnormalised with wrap, matches its clamping
-           reference on an H200) */
+        /* wrap and mirror need normalised coordinates (the programming guide): with unnormalised ones an
+           H200 clamps, point and linear (tests/data/nvidia_address_mode_answers.txt) */
         if (!t->normalized && (mode == PTX_TA_WRAP || mode == PTX_TA_MIRROR)) mode = PTX_TA_CLAMP;
         float xt = to_texels(t, x[d], n[d], mode);
         if (linear) {

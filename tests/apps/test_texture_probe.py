@@ -1,5 +1,6 @@
-"""The texture probe (scripts/nvidia_texture_probe.cu) and the array/texture error probe
-(scripts/nvidia_array_errors.c), built here and run unmodified through the shim, answer what the H200 did."""
+"""The texture probes (scripts/nvidia_texture_probe.cu, nvidia_address_mode_probe.cu) and the array/texture
+error probe (scripts/nvidia_array_errors.c), built here and run unmodified through the shim, answer what the
+H200 did."""
 
 import json
 import os
@@ -69,3 +70,16 @@ def test_array_and_texture_error_codes(tmp_path, shim_libdir):
     theirs = {k: (400 if v == "crash" else v) for k, v in theirs.items()}
     diff = {k: (ours[k], theirs[k]) for k in theirs if ours[k] != theirs[k]}
     assert not diff, f"(ours, NVIDIA's): {diff}"
+
+
+@pytest.mark.skipif(_nvcc() is None, reason="nvcc not found")
+def test_address_modes_through_the_shim(tmp_path, shim_libdir):
+    """Every address mode, with texel and normalised coordinates, point and linear, outside the texture
+    (scripts/nvidia_address_mode_probe.cu): line for line what the H200 printed. Wrap and mirror clamp
+    texel coordinates there."""
+    exe = tmp_path / "modes"
+    subprocess.run([_nvcc(), "-O1", "-gencode", "arch=compute_86,code=compute_86", "-o", str(exe),
+                    str(ROOT / "scripts" / "nvidia_address_mode_probe.cu")], check=True, timeout=600)
+    proc = _run([str(exe)])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout == (DATA / "nvidia_address_mode_answers.txt").read_text()

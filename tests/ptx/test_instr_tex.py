@@ -122,8 +122,8 @@ def test_tex_2d_linear_filtering(rng):
 
 @pytest.mark.parametrize("address", [0, 2], ids=["wrap", "mirror"])
 def test_wrap_and_mirror_clamp_unnormalised_coordinates(rng, address):
-    """Wrap and mirror need normalised coordinates; with texel coordinates the texture clamps (NVIDIA's
-    convolutionTexture sample, unnormalised with wrap, passes against its clamping reference on an H200)."""
+    """Wrap and mirror need normalised coordinates; with texel coordinates the texture clamps, as an H200
+    does (tests/data/nvidia_address_mode_answers.txt)."""
     img = rng.standard_normal((H, W)).astype(np.float32)
     d = _descriptor(img, 0x20, 1, address=address)
     xs = rng.uniform(-3, W + 3, N).astype(np.float32)
