@@ -5,6 +5,8 @@ The barrier is the one nvcc inlines for grid.sync() (CUDA 11+): thread 0 of each
 word at grid workspace + 4 (block 0 adds 0x80000000 - (blocks - 1), so the top bit flips when the last block
 arrives) and spins on it; the CPU runtime hands cooperative launches the workspace in %envreg1 (high) : %envreg2 (low)."""
 
+import re
+
 CUDADEVRT_PTX = r"""
 .version 7.0
 .target sm_52
@@ -70,3 +72,14 @@ DONE:
 def is_cudadevrt(name: str) -> bool:
     base = name.replace("\\", "/").rsplit("/", 1)[-1]
     return base.startswith("libcudadevrt") or base.startswith("cudadevrt")
+
+
+# NVIDIA's own device runtime as PTX (libcudadevrt.a carries it for the newest architecture, sm_121 in
+# CUDA 13.0): it defines the __cudaCDP2* entry points over the driver's private cnp* calls. The shim
+# implements those entry points itself (ptx/codegen/ops_cdp.py), so this PTX is never linked in.
+_DEVRT_DEFINITION = re.compile(r"^\.visible \.func\b[^\n]*\b__cudaCDP2\w+\(", re.M)
+
+
+def is_nvidia_device_runtime(ptx_text: str) -> bool:
+    return _DEVRT_DEFINITION.search(ptx_text) is not None
+

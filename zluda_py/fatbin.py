@@ -402,11 +402,12 @@ def select_ptx(image: ModuleImage, sm: int, name: str = "module") -> str:
     usable = [e for e in ptx if e.sm <= sm]
     if usable and image.link_groups and not _best(image.entries_outside_groups(), sm):
         texts = []
+        from zluda_py.cudadevrt import is_nvidia_device_runtime
         for group in image.link_groups:
             best = _best(group, sm)
             if best is not None:
                 text = best.ptx_text()
-                if text not in texts:
+                if text not in texts and not is_nvidia_device_runtime(text):
                     texts.append(text)
         from zluda_py.ptxlink import merge_ptx
         return merge_ptx(texts)

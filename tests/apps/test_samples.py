@@ -150,3 +150,14 @@ def test_flavour_images(built_samples, flavour):
 def test_sample_count():
     """The suite promises at least 25 samples."""
     assert len(SAMPLES) >= 25, SAMPLES
+
+
+def test_rdc_sample_on_a_device_newer_than_the_device_runtimes_ptx(built_samples, shim_libdir):
+    """libcudadevrt.a carries NVIDIA's device runtime as PTX for sm_121, over the driver's private cnp*
+    calls: on a device of 13.0 it was linked in beside the program's own PTX and the load failed. The shim
+    implements the runtime's entry points itself, so that PTX is never taken, whatever the capability."""
+    env = dict(os.environ, ZLUDA_CC="13.0", ZLUDA_LOG="1")
+    proc = subprocess.run([sys.executable, "-m", "zluda_py.cli", "run", "--",
+                           str(built_samples / "default" / "dynamic_parallelism")], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0 and proc.stdout.strip().endswith("PASS"), proc.stdout[-2000:] + proc.stderr[-2000:]
