@@ -170,8 +170,10 @@ _MIN_TARGET = {"elect": 90, "mapa": 90, "getctarank": 90, "multimem": 90, "gridd
 
 def _check_target(ins: ast.Instruction, module: ast.Module) -> None:
     need = _MIN_TARGET.get(ins.opcode)
+    if need is None:
+        return
     have = min((s for s in map(target_sm, module.target) if s), default=None)
-    if need is not None and have is not None and have < need:
+    if have is not None and have < need:
         feature = ins.opcode + (f".{ins.mods[0]}" if ins.opcode == "multimem" and ins.mods else "")
         _fail(f"Feature '{feature}' requires .target sm_{need} or higher", ins)
 

@@ -93,12 +93,10 @@ def op_trap(em, ins):
 
 
 @handles("brkpt", "nanosleep", "pmevent", "prefetch", "prefetchu", "applypriority", "discard",
-         "createpolicy", "griddepcontrol", "setmaxnreg", "elect")
+         "createpolicy", "griddepcontrol", "setmaxnreg")
 def op_hint(em, ins):
     if ins.opcode == "createpolicy":
         em.write(ins.operands[0], "0", "b64")
-    elif ins.opcode == "elect":
-        unsupported(ins)
 
 
 @handles("membar", "fence")

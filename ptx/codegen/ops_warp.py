@@ -88,14 +88,12 @@ def op_vote(em, ins):
 def write_elected(em, dst, members):
     """elect.sync's results from the ballot of the member lanes that executed it: the lowest of them leads
     (the same leader for the same members every time, as the ISA asks); d|p, or _|p."""
-    f = em.f
-    leader = f.op(f"call i32 @llvm.cttz.i32(i32 {members}, i1 false)")
-    em.m.declare("declare i32 @llvm.cttz.i32(i32, i1)")
+    leader = em.call("llvm.cttz.i32", "i32", [("i32", members), ("i1", "false")])
     if not isinstance(dst, A.PredPair):
         semantic(em.cur_ins, "elect.sync needs a d|p destination")
     if not (isinstance(dst.first, A.Reg) and dst.first.name == "_"):
         em.write(dst.first, leader, "b32")
-    em.write(dst.second, f.op(f"icmp eq i32 {em.lane_id()}, {leader}"), "pred")
+    em.write(dst.second, em.f.op(f"icmp eq i32 {em.lane_id()}, {leader}"), "pred")
 
 
 @handles("elect")

@@ -81,9 +81,7 @@ def drop(handle, what="texture object") -> None:
     """Destroy an object: once its context's queued work is done (a kernel may still read it)."""
     a = _object(handle, what)[-1]
     del OBJECTS[handle]
-    ctx = a.ctx
-    if ctx is not None and not ctx.destroyed and not ctx.idle():
-        ctx.synchronize(check=False)
+    memory._quiesce(a.ctx)
     memory.release(a)
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from zluda_py import cmem
 from zluda_py.dispatch import export
-from zluda_py.driver import context as ctxmod, init
+from zluda_py.driver import context as ctxmod, init, memory
 from zluda_py.driver.allocations import INDEX, Allocation, DetachedOwner
 from zluda_py.driver.device import device_props
 from zluda_py.errors import (CudaError, CUDA_ERROR_INVALID_DEVICE, CUDA_ERROR_INVALID_VALUE,
@@ -279,8 +279,7 @@ def _maps_covering(ptr, size):
 def _quiesce_all():
     # a kernel still running may read the range (cuMemFree waits the same way)
     for ctx in list(ctxmod._contexts):
-        if not ctx.destroyed and not ctx.idle():
-            ctx.synchronize(check=False)
+        memory._quiesce(ctx)
 
 
 @export("cuMemUnmap")
