@@ -512,6 +512,9 @@ static void part_lazy(void)
 
 /* --- threads: each with its own stream and per-thread stream, the main thread on the legacy stream --------- */
 struct worker { CUdeviceptr p[2]; uint32_t want[2][N]; int failures; };
+/* The workers check their results (synchronous copies: legacy-stream work, which a blocking stream's launch
+   must then wait for, in Python) only once every worker has made its launches. */
+static pthread_barrier_t launched;
 
 static void *worker_main(void *arg)
 {
@@ -519,6 +522,7 @@ static void *worker_main(void *arg)
     CUstream s;
     if (cuCtxSetCurrent(primary) || cuStreamCreate(&s, 0)) {
         w->failures++;
+        pthread_barrier_wait(&launched);
         return NULL;
     }
     for (int i = 0; i < 300; i++) {
@@ -532,6 +536,7 @@ static void *worker_main(void *arg)
     }
     w->failures += cuStreamSynchronize(s) != CUDA_SUCCESS;
     w->failures += cuStreamSynchronize_ptsz(0) != CUDA_SUCCESS;
+    pthread_barrier_wait(&launched);
     uint32_t host[N];
     for (int b = 0; b < 2; b++) {
         w->failures += cuMemcpyDtoH(host, w->p[b], sizeof host) != CUDA_SUCCESS;
@@ -551,6 +556,7 @@ static void run_threads(int main_launches)
     OK(cuMemAlloc(&mine, N * 4));
     OK(cuMemsetD32(mine, 1, N));
     for (int t = 0; t < N; t++) want[t] = 1;
+    CHECK(pthread_barrier_init(&launched, NULL, T) == 0);
     for (int i = 0; i < T; i++) {
         for (int b = 0; b < 2; b++) {
             OK(cuMemAlloc(&w[i].p[b], N * 4));
@@ -569,6 +575,7 @@ static void run_threads(int main_launches)
         pthread_join(th[i], NULL);
         CHECK(w[i].failures == 0);
     }
+    pthread_barrier_destroy(&launched);
     OK(cuMemcpyDtoH(host, mine, sizeof host));
     CHECK(memcmp(host, want, sizeof host) == 0);
     for (int i = 0; i < T; i++)
@@ -578,9 +585,9 @@ static void run_threads(int main_launches)
 
 static void part_threads(void) { run_threads(1); }
 
-/* The workers alone: with the legacy stream idle no launch has a legacy wait to make, so C serves every one
-   but those made before the kernel was published (the first, and any racing it) and each thread's first on
-   its per-thread stream. */
+/* The workers alone: with the legacy stream idle (their copies wait for all their launches) no launch has a
+   legacy wait to make, so C serves every one but those made before the kernel was published (the first, and
+   any racing it) and each thread's first on its per-thread stream. */
 static void part_threads_quiet(void) { run_threads(0); }
 
 /* --- capture: a captured launch runs when the graph does, not before --------------------------------------- */
