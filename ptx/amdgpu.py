@@ -26,10 +26,9 @@ def compiler_version() -> str:
     global _compiler_version
     if _compiler_version is None:
         h = hashlib.sha256(b"amdgcn-1")
-        for sub in ("", "codegen", "passes"):
-            for p in sorted((HERE / sub).glob("*.py")):
-                h.update(p.name.encode())
-                h.update(p.read_bytes())
+        for p in sorted(HERE.rglob("*.py")):     # every subpackage: a new one must not be left out
+            h.update(str(p.relative_to(HERE)).encode())
+            h.update(p.read_bytes())
         for p in (HERE / "runtime" / "texture.c", HERE / "runtime" / "texture.h"):   # linked in (amdgpu_texture)
             h.update(p.read_bytes())
         _compiler_version = h.hexdigest()[:16]

@@ -16,11 +16,10 @@ def _compiler_version():
     """A hash of the compiler's own sources: cached objects from another compiler build never match."""
     h = hashlib.sha256(b"host-2")
     root = Path(__file__).resolve().parent
-    for sub in ("", "codegen", "passes", "runtime"):
-        for p in sorted((root / sub).glob("*")):
-            if p.suffix in (".py", ".c", ".h"):
-                h.update(p.name.encode())
-                h.update(p.read_bytes())
+    for p in sorted(root.rglob("*")):       # every subpackage: a new one must not be left out
+        if p.suffix in (".py", ".c", ".h"):
+            h.update(str(p.relative_to(root)).encode())
+            h.update(p.read_bytes())
     return h.hexdigest()[:16]
 
 
