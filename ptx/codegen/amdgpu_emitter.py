@@ -66,6 +66,7 @@ class AmdgpuFunctionEmitter(FunctionEmitter):
     %L is the flat kernarg pointer, %W the flat pointer to the dynamic shared memory base."""
 
     yields_in_spin_loops = False    # waves of a GPU make progress on their own
+    block_private_shared = False    # a block's waves run at once
 
     def __init__(self, mctx, flat, mode):
         super().__init__(mctx, flat, mode)

@@ -90,6 +90,9 @@ class FunctionEmitter(SpecialRegisters):
     'func' (a .func as an LLVM function)."""
 
     yields_in_spin_loops = True     # a backward spin-wait branch lets the runtime run other blocks
+    # A block's threads all run on one worker thread, one at a time between collectives, so nothing else can
+    # touch its shared memory during an atom.shared: a plain read-modify-write is exact, without a bus lock.
+    block_private_shared = True
 
     def __init__(self, mctx, flat, mode: str):
         self.m = mctx

@@ -43,7 +43,9 @@ def op_atom(em, ins):
     if T.is_float(t) and op not in ("add", "exch", "min", "max", "cas"):
         semantic(ins, f"atom.{op} on a float type")
     b = em.read(ops[1] if is_red else ops[2], t)
-    if op == "cas":
+    if space == "shared" and em.block_private_shared and not (ty.startswith("<") or ty == "bfloat"):
+        old = _plain_rmw(em, p, op, t, ty, b, em.read(ops[3], t) if op == "cas" else None)
+    elif op == "cas":
         c = em.read(ops[3], t)
         if T.is_float(t):
             ity = f"i{T.bits_of(t)}"
@@ -67,6 +69,47 @@ def op_atom(em, ins):
             old = f.op(f"atomicrmw {rmw} ptr {p}, {ty} {b} {order}")
     if dst is not None:
         em.write(dst, old, t)
+
+
+def _plain_rmw(em, p, op, t, ty, b, c):
+    """The atomic's effect as load, operate, store (see FunctionEmitter.block_private_shared); the old value."""
+    f = em.f
+    align = T.size_of(t)
+    old = f.op(f"load {ty}, ptr {p}, align {align}")
+    if op == "cas":
+        if T.is_float(t):       # compared as bits, as the hardware does
+            ity = f"i{T.bits_of(t)}"
+            eq = f.op(f"icmp eq {ity} {em.coerce(old, ty, ity)}, {em.coerce(b, ty, ity)}")
+        else:
+            eq = f.op(f"icmp eq {ty} {old}, {b}")
+        new = f.op(f"select i1 {eq}, {ty} {c}, {ty} {old}")
+    elif op == "exch":
+        new = b
+    elif T.is_float(t):
+        if op == "add":
+            new = f.op(f"fadd {ty} {old}, {b}")
+        else:
+            new = em.call(f"llvm.{'minnum' if op == 'min' else 'maxnum'}.{ty_suffix(ty)}", ty,
+                          [(ty, old), (ty, b)])
+    elif op in ("and", "or", "xor", "add"):
+        new = f.op(f"{op} {ty} {old}, {b}")
+    elif op in ("min", "max"):
+        fn = ("s" if T.is_signed(t) else "u") + op
+        new = em.call(f"llvm.{fn}.{ty}", ty, [(ty, old), (ty, b)])
+    elif op == "inc":           # old >= b ? 0 : old + 1
+        ge = f.op(f"icmp uge {ty} {old}, {b}")
+        new = f.op(f"select i1 {ge}, {ty} 0, {ty} {f.op(f'add {ty} {old}, 1')}")
+    else:                       # dec: old == 0 || old > b ? b : old - 1
+        z = f.op(f"icmp eq {ty} {old}, 0")
+        gt = f.op(f"icmp ugt {ty} {old}, {b}")
+        wrap = f.op(f"or i1 {z}, {gt}")
+        new = f.op(f"select i1 {wrap}, {ty} {b}, {ty} {f.op(f'sub {ty} {old}, 1')}")
+    f.emit(f"store {ty} {new}, ptr {p}, align {align}")
+    return old
+
+
+def ty_suffix(ty):
+    return {"half": "f16", "float": "f32", "double": "f64"}[ty]
 
 
 def _cas_loop_fadd(em, p, ty, b):
