@@ -93,6 +93,9 @@ class FunctionEmitter(SpecialRegisters):
     # A block's threads all run on one worker thread, one at a time between collectives, so nothing else can
     # touch its shared memory during an atom.shared: a plain read-modify-write is exact, without a bus lock.
     block_private_shared = True
+    # f32 .rz/.rm/.rp add, sub, mul and fma computed exactly in f64 and stepped (directed_rounding.py) rather
+    # than under a switched rounding mode, which costs two serialising instructions and stops vectorisation
+    directed_f32_in_f64 = True
 
     def __init__(self, mctx, flat, mode: str):
         self.m = mctx

@@ -6,6 +6,7 @@ transcendentals."""
 from __future__ import annotations
 
 from ptx.codegen import ptxtypes as T
+from ptx.codegen.directed_rounding import f32_directed
 from ptx.codegen.function_emitter import handles, unsupported, semantic, check_mods
 from ptx.codegen.ops_mem import one_type
 
@@ -173,6 +174,12 @@ def float_arith(em, ins):
         if em.m.fma_contract and rnd is None and op in ("fadd", "fsub", "fmul"):
             flags = "contract "
         r = f.op(f"{op} {flags}{wty} {wa}, {wb}")
+    elif t == "f32" and op in ("fadd", "fsub", "fmul") and em.directed_f32_in_f64:
+        da, db = f.op(f"fpext float {wa} to double"), f.op(f"fpext float {wb} to double")
+        if op == "fmul":
+            r = f32_directed(em, f.op(f"fmul double {da}, {db}"), None, mode)
+        else:
+            r = f32_directed(em, da, db if op == "fadd" else f.op(f"fneg double {db}"), mode)
     else:
         if _is_bf(t) or wty.startswith("<") or wty == "half":
             unsupported(ins, f"{ins.opcode}.{rnd}.{t}")
@@ -269,6 +276,9 @@ def float_fma(em, ins):
             r = outs[0]
     elif mode is None:
         r = em.call(f"llvm.fma.{_suffix(ty)}", ty, [(ty, a), (ty, b), (ty, c)])
+    elif ty == "float" and em.directed_f32_in_f64:
+        da, db, dc = (f.op(f"fpext float {v} to double") for v in (a, b, c))
+        r = f32_directed(em, f.op(f"fmul double {da}, {db}"), dc, mode)      # the product is exact
     else:
         if ty not in ("float", "double"):
             unsupported(ins, f"fma.{rnd}.{t}")
