@@ -473,9 +473,10 @@ class FunctionEmitter(SpecialRegisters):
         return out
 
     # ------------------------------------------------------------ labels and control flow
-    @staticmethod
-    def label_name(ptx_label):
-        return "p." + ptx_label
+    label_prefix = ""               # set while a second copy of the body is emitted into one function
+
+    def label_name(self, ptx_label):
+        return self.label_prefix + "p." + ptx_label
 
     def emit_body(self):
         for i, st in enumerate(self.flat.body):

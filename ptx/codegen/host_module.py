@@ -11,6 +11,7 @@ from ptx import ast as A
 from ptx.codegen import ptxtypes as T
 from ptx.codegen import function_emitter as FE
 from ptx.codegen.function_emitter import FunctionEmitter
+from ptx.codegen.cpu.thread_loops import THREAD_START, emit_thread_loops
 from ptx.codegen.reserved_smem import reserve_smem
 from ptx.errors import PTXSemanticError, PTXUnsupportedError
 from ptx.passes.flatten_scopes import flatten_function
@@ -98,6 +99,7 @@ class ModuleContext:
         self.module = module
         self.fma_contract = fma_contract
         self.memcheck = memcheck      # check every access (ptx/codegen/memcheck.py)
+        self.version_guards = True
         self.declarations = set()
         self.helpers = {}            # name -> IR text of helper functions
         self.global_syms = {}        # ptx name -> (llvm name, size)
@@ -431,36 +433,15 @@ def _emit_fast_kernel(func, flat, mctx, sym):
     f.emit("%ctaid.x = trunc i64 %bx.r to i32")
     f.emit("%ctaid.y = trunc i64 %by.r to i32")
     f.emit("%ctaid.z = trunc i64 %bz.r to i32")
-    f.term("br label %tz.head")
-    f.label("tz.head")
-    f.emit("%tid.z = phi i32 [ 0, %blk.head ], [ %tz.next, %tz.latch ]")
-    f.term("br label %ty.head")
-    f.label("ty.head")
-    f.emit("%tid.y = phi i32 [ 0, %tz.head ], [ %ty.next, %ty.latch ]")
-    f.term("br label %tx.head")
-    f.label("tx.head")
-    f.emit("%tid.x = phi i32 [ 0, %ty.head ], [ %tx.next, %tx.latch ]")
-    mark = len(f.lines)
-    em.emit_body()
-    f.label("tx.latch")
-    f.emit("%tx.next = add nuw i32 %tid.x, 1")
-    f.emit(f"%tx.c = icmp ult i32 %tx.next, {bx}")
-    f.term("br i1 %tx.c, label %tx.head, label %ty.latch")
-    f.label("ty.latch")
-    f.emit("%ty.next = add nuw i32 %tid.y, 1")
-    f.emit(f"%ty.c = icmp ult i32 %ty.next, {by}")
-    f.term("br i1 %ty.c, label %ty.head, label %tz.latch")
-    f.label("tz.latch")
-    f.emit("%tz.next = add nuw i32 %tid.z, 1")
-    f.emit(f"%tz.c = icmp ult i32 %tz.next, {bz}")
-    f.term("br i1 %tz.c, label %tz.head, label %blk.latch")
+    emit_thread_loops(em, "blk.head", (bx, by, bz), "blk.latch")
     f.label("blk.latch")
     f.emit("%b.next = add nuw i64 %b, 1")
     f.emit("%b.c = icmp ult i64 %b.next, %last")
     f.term("br i1 %b.c, label %blk.head, label %done")
     f.label("done")
     f.term("ret i32 0")
-    f.lines[mark:mark] = _store_undef_regs(em)
+    undef = _store_undef_regs(em)
+    f.lines = [x for line in f.lines for x in (undef if line is THREAD_START else (line,))]
     header = f"define i32 {sym}(ptr %L, i64 %first, i64 %last, ptr %W) {{"
     return _assemble(header, em, ["  br label %blk.pre"], f.lines, []), local_bytes
 
@@ -774,8 +755,11 @@ def _fallback_module(mctx, bodies):
     return text.replace('@"g.', '@"' + FALLBACK_GLOBAL)
 
 
-def build_host_ir(module: A.Module, fma_contract=False, memcheck=False) -> HostIR:
+def build_host_ir(module: A.Module, fma_contract=False, memcheck=False, version_guards=True) -> HostIR:
+    """version_guards: give bodies with exit guards a guard-free copy (see cpu/thread_loops.py; for targets
+    without cheap masked stores)."""
     mctx = ModuleContext(module, fma_contract, memcheck)
+    mctx.version_guards = version_guards
     pending_globals = []
     funcs = {}
     defined = {i.name for i in module.items if isinstance(i, A.VarDecl) and i.linkage != "extern"}

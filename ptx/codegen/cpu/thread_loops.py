@@ -1,0 +1,106 @@
+"""The loops over a block's threads (tid.z, tid.y, tid.x) that a barrier-free kernel body runs in, and the
+guard-versioned form: a pass over the threads evaluates the exit guards, and a block where no thread takes
+one runs a copy of the body without them."""
+
+from __future__ import annotations
+
+from ptx import ast as A
+from ptx.codegen.cpu.exit_guards import find_exit_guards
+
+
+def emit_nest(f, p, start, dims, body, done, acc=None, md=""):
+    """Three nested loops over %{p}tid.z/y/x from block `start`, then a branch to label `done`. body() emits
+    one thread; the code it ends in, or branches to, must reach label %{p}tx.latch. acc: (initial i1, value
+    computed by the body) ORed over every thread into %{p}acc.next. md: the tid.x loop's metadata."""
+    bx, by, bz = dims
+    levels = [("z", start, bz), ("y", f"{p}tz.head", by), ("x", f"{p}ty.head", bx)]
+    outer = {"z": None, "y": "z", "x": "y"}
+    for d, pred, _ in levels:
+        f.label(f"{p}t{d}.head")
+        f.emit(f"%{p}tid.{d} = phi i32 [ 0, %{pred} ], [ %{p}t{d}.next, %{p}t{d}.latch ]")
+        if acc is not None:
+            init = acc[0] if d == "z" else f"%{p}acc.{outer[d]}"
+            f.emit(f"%{p}acc.{d} = phi i1 [ {init}, %{pred} ], [ %{p}acc.next, %{p}t{d}.latch ]")
+    body()
+    after = {"x": f"{p}ty.latch", "y": f"{p}tz.latch", "z": done}
+    for d, _, n in reversed(levels):
+        f.label(f"{p}t{d}.latch")
+        if acc is not None and d == "x":
+            f.emit(f"%{p}acc.next = or i1 %{p}acc.x, {acc[1]()}")
+        f.emit(f"%{p}t{d}.next = add nuw i32 %{p}tid.{d}, 1")
+        f.emit(f"%{p}t{d}.c = icmp ult i32 %{p}t{d}.next, {n}")
+        f.term(f"br i1 %{p}t{d}.c, label %{p}t{d}.head, label %{after[d]}" + (md if d == "x" else ""))
+
+
+# Each thread's code begins with this line; the caller replaces it, once the whole body is emitted and every
+# register known, with stores of undef to them all (no value is carried from one thread to the next).
+THREAD_START = "  ; thread start"
+MAX_VERSIONED = 400         # statements of a body worth a guard-free copy
+# The tid.x loops of a versioned body: the guard pass neither interleaved nor unrolled (it is a few
+# instructions a thread), the guarded copy kept scalar (it serves the blocks at a grid's edges)
+_LOOP_MD = """!8992 = distinct !{!8992, !8991, !8993}
+!8991 = !{!"llvm.loop.interleave.count", i32 1}
+!8993 = !{!"llvm.loop.unroll.disable"}
+!8994 = distinct !{!8994, !8995, !8993}
+!8995 = !{!"llvm.loop.vectorize.enable", i1 false}"""
+
+
+def emit_thread_loops(em, start, dims, done):
+    """The kernel body in thread loops after block `start`, ending at label `done`; guard-versioned when the
+    body starts with exit guards."""
+    f = em.f
+    body = em.flat.body
+    # a long body is mostly work other than its loads and stores, and a second copy doubles its compile time
+    eg = find_exit_guards(body) if em.m.version_guards and len(body) <= MAX_VERSIONED else None
+    if eg is None:
+        _copy(em, "", start, dims, done, skip=())
+        return
+    taken = []
+
+    def prologue():
+        f.lines.append(THREAD_START)
+        for i in range(eg.end):
+            st = em.flat.body[i]
+            em.cur_index = i
+            if i in eg.guards:
+                g = em.read(A.Reg(st.guard[0], st.pos), "pred")
+                taken.append(f.op(f"xor i1 {g}, true") if st.guard[1] else g)
+            else:
+                em.emit_instruction(st)
+        f.term("br label %gv.tx.latch")
+
+    def any_taken():
+        v = taken[0]
+        for t in taken[1:]:
+            v = f.op(f"or i1 {v}, {t}")
+        return v
+
+    saved = em.tid
+    em.tid = ["%gv.tid.x", "%gv.tid.y", "%gv.tid.z"]
+    em.m.add_helper("versioned.tx.md", _LOOP_MD)
+    emit_nest(f, "gv.", start, dims, prologue, "gv.done", acc=("false", any_taken), md=", !llvm.loop !8992")
+    em.tid = saved
+    f.label("gv.done")
+    f.term("br i1 %gv.acc.next, label %tz.head, label %a.tz.head")
+    _copy(em, "", "gv.done", dims, done, skip=(), md=", !llvm.loop !8994")
+    _copy(em, "a.", "gv.done", dims, done, skip=frozenset(eg.guards))
+
+
+def _copy(em, p, start, dims, done, skip, md=""):
+    f = em.f
+    saved = em.tid, em.exit_label, em.label_prefix
+    em.tid = [f"%{p}tid.x", f"%{p}tid.y", f"%{p}tid.z"]
+    em.exit_label = f"{p}tx.latch"
+    em.label_prefix = p
+
+    def body():
+        f.lines.append(THREAD_START)
+        for i, st in enumerate(em.flat.body):
+            em.cur_index = i
+            if isinstance(st, A.Label):
+                f.label(em.label_name(st.name))
+            elif i not in skip:
+                em.emit_instruction(st)
+
+    emit_nest(f, p, start, dims, body, done, md=md)
+    em.tid, em.exit_label, em.label_prefix = saved
