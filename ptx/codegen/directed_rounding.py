@@ -6,6 +6,19 @@ with fma.rm/add.rz/... vectorise (a rounding-mode switch is two serialising inst
 from __future__ import annotations
 
 
+def ulp_neighbours(em, b, ity):
+    """(next up, next down) of the float whose bits are `b` (integer type ity): one ulp toward +inf and -inf,
+    through zero to the smallest subnormal of the other sign; -inf and +inf step to the largest finite."""
+    f = em.f
+    sign = 1 << (int(ity[1:]) - 1)
+    neg = f.op(f"icmp slt {ity} {b}, 0")
+    is_zero = f.op(f"icmp eq {ity} {f.op(f'and {ity} {b}, {sign - 1}')}, 0")
+    inc, dec = f.op(f"add {ity} {b}, 1"), f.op(f"sub {ity} {b}, 1")
+    up = f.op(f"select i1 {is_zero}, {ity} 1, {ity} {f.op(f'select i1 {neg}, {ity} {dec}, {ity} {inc}')}")
+    down = f.op(f"select i1 {is_zero}, {ity} {-(sign - 1)}, {ity} {f.op(f'select i1 {neg}, {ity} {inc}, {ity} {dec}')}")
+    return up, down
+
+
 def f32_directed(em, p, c, mode):
     """The f32 of exact p + c (doubles; c None: exactly p) rounded by mode (towardzero/upward/downward)."""
     f = em.f
@@ -25,17 +38,11 @@ def f32_directed(em, p, c, mode):
     above = f.op(f"or i1 {gt}, {f.op(f'and i1 {tie}, {err_neg}')}")
     below = f.op(f"or i1 {lt}, {f.op(f'and i1 {tie}, {err_pos}')}")
     b = f.op(f"bitcast float {r} to i32")
-    neg = f.op(f"icmp slt i32 {b}, 0")
-    is_zero = f.op(f"icmp eq i32 {f.op(f'and i32 {b}, 2147483647')}, 0")
-    inc, dec = f.op(f"add i32 {b}, 1"), f.op(f"sub i32 {b}, 1")
+    up, down = ulp_neighbours(em, b, "i32")
     if mode == "upward":
-        toward = f.op(f"select i1 {neg}, i32 {dec}, i32 {inc}")
-        step = f.op(f"select i1 {is_zero}, i32 1, i32 {toward}")
-        nb = f.op(f"select i1 {below}, i32 {step}, i32 {b}")
+        nb = f.op(f"select i1 {below}, i32 {up}, i32 {b}")
     elif mode == "downward":
-        toward = f.op(f"select i1 {neg}, i32 {inc}, i32 {dec}")
-        step = f.op(f"select i1 {is_zero}, i32 -2147483647, i32 {toward}")
-        nb = f.op(f"select i1 {above}, i32 {step}, i32 {b}")
+        nb = f.op(f"select i1 {above}, i32 {down}, i32 {b}")
         if c is not None:
             # an exact zero sum is -0 when rounding down unless both terms are +0 (IEEE 754 6.3)
             zero_sum = f.op(f"fcmp oeq double {s}, 0.0")
@@ -46,5 +53,5 @@ def f32_directed(em, p, c, mode):
     else:
         pos = f.op(f"fcmp ogt double {s}, 0.0")
         away = f.op(f"select i1 {pos}, i1 {above}, i1 {below}")     # |r| > |exact| (s == 0: r == 0, neither)
-        nb = f.op(f"select i1 {away}, i32 {dec}, i32 {b}")
+        nb = f.op(f"select i1 {away}, i32 {f.op(f'sub i32 {b}, 1')}, i32 {b}")
     return f.op(f"bitcast i32 {nb} to float")

@@ -4,6 +4,7 @@ integer->float and float->float in every rounding mode, f16x2/bf16x2 packing, .f
 from __future__ import annotations
 
 from ptx.codegen import ptxtypes as T
+from ptx.codegen.directed_rounding import ulp_neighbours
 from ptx.codegen.function_emitter import handles, unsupported, semantic, check_mods
 from ptx.codegen.ops_float import (ROUNDING, call_strict, ftz, saturate, f32_to_bf16, bf16_to_f32,
                                    _suffix)
@@ -75,17 +76,9 @@ def directed_from_nearest(em, x, xty, r, rty, mode):
     on the wrong side of x (exact: r is the nearest, so the directed result is r or its neighbour)."""
     f = em.f
     ity = {"half": "i16", "float": "i32", "bfloat": "i16"}[rty]
-    nbits = int(ity[1:])
-    sign = 1 << (nbits - 1)
     back = fext(em, r, rty, xty)
     b = f.op(f"bitcast {rty} {r} to {ity}")
-    neg = f.op(f"icmp slt {ity} {b}, 0")
-    mag = f.op(f"and {ity} {b}, {sign - 1}")
-    is_zero = f.op(f"icmp eq {ity} {mag}, 0")
-    up = f.op(f"select i1 {neg}, {ity} {f.op(f'sub {ity} {b}, 1')}, {ity} {f.op(f'add {ity} {b}, 1')}")
-    up = f.op(f"select i1 {is_zero}, {ity} 1, {ity} {up}")
-    down = f.op(f"select i1 {neg}, {ity} {f.op(f'add {ity} {b}, 1')}, {ity} {f.op(f'sub {ity} {b}, 1')}")
-    down = f.op(f"select i1 {is_zero}, {ity} {-(sign - 1)}, {ity} {down}")
+    up, down = ulp_neighbours(em, b, ity)
     if mode == "upward":
         wrong = f.op(f"fcmp olt {xty} {back}, {x}")
         nb = f.op(f"select i1 {wrong}, {ity} {up}, {ity} {b}")
