@@ -478,13 +478,14 @@ class FunctionEmitter(SpecialRegisters):
     def label_name(self, ptx_label):
         return self.label_prefix + "p." + ptx_label
 
-    def emit_body(self):
+    def emit_body(self, skip=()):
+        """The whole body, but for the statements whose indices are in `skip`."""
         for i, st in enumerate(self.flat.body):
             self.cur_index = i
             if isinstance(st, A.Label):
                 self.f.label(self.label_name(st.name))
-                continue
-            self.emit_instruction(st)
+            elif i not in skip:
+                self.emit_instruction(st)
 
     def normalize(self, op):
         """Registers named without `%` reach us as SymbolExpr: make every register operand a Reg."""

@@ -95,11 +95,11 @@ def llvm_name(prefix, ptx_name):
 
 
 class ModuleContext:
-    def __init__(self, module: A.Module, fma_contract=False, memcheck=False):
+    def __init__(self, module: A.Module, fma_contract=False, memcheck=False, version_guards=True):
         self.module = module
         self.fma_contract = fma_contract
         self.memcheck = memcheck      # check every access (ptx/codegen/memcheck.py)
-        self.version_guards = True
+        self.version_guards = version_guards  # guard-free copies of guarded bodies (cpu/thread_loops.py)
         self.declarations = set()
         self.helpers = {}            # name -> IR text of helper functions
         self.global_syms = {}        # ptx name -> (llvm name, size)
@@ -758,8 +758,7 @@ def _fallback_module(mctx, bodies):
 def build_host_ir(module: A.Module, fma_contract=False, memcheck=False, version_guards=True) -> HostIR:
     """version_guards: give bodies with exit guards a guard-free copy (see cpu/thread_loops.py; for targets
     without cheap masked stores)."""
-    mctx = ModuleContext(module, fma_contract, memcheck)
-    mctx.version_guards = version_guards
+    mctx = ModuleContext(module, fma_contract, memcheck, version_guards)
     pending_globals = []
     funcs = {}
     defined = {i.name for i in module.items if isinstance(i, A.VarDecl) and i.linkage != "extern"}

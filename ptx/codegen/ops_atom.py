@@ -6,6 +6,7 @@ from __future__ import annotations
 from ptx.codegen import memcheck
 from ptx.codegen import ptxtypes as T
 from ptx.codegen.function_emitter import handles, unsupported, semantic
+from ptx.codegen.ops_float import _suffix as llvm_suffix
 from ptx.codegen.ops_mem import space_of
 
 ORDER = {"relaxed": "monotonic", "acquire": "acquire", "release": "release", "acq_rel": "acq_rel",
@@ -89,7 +90,7 @@ def _plain_rmw(em, p, op, t, ty, b, c):
         if op == "add":
             new = f.op(f"fadd {ty} {old}, {b}")
         else:
-            new = em.call(f"llvm.{'minnum' if op == 'min' else 'maxnum'}.{ty_suffix(ty)}", ty,
+            new = em.call(f"llvm.{'minnum' if op == 'min' else 'maxnum'}.{llvm_suffix(ty)}", ty,
                           [(ty, old), (ty, b)])
     elif op in ("and", "or", "xor", "add"):
         new = f.op(f"{op} {ty} {old}, {b}")
@@ -106,10 +107,6 @@ def _plain_rmw(em, p, op, t, ty, b, c):
         new = f.op(f"select i1 {wrap}, {ty} {b}, {ty} {f.op(f'sub {ty} {old}, 1')}")
     f.emit(f"store {ty} {new}, ptr {p}, align {align}")
     return old
-
-
-def ty_suffix(ty):
-    return {"half": "f16", "float": "f32", "double": "f64"}[ty]
 
 
 def _cas_loop_fadd(em, p, ty, b):

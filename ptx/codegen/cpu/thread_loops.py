@@ -60,7 +60,7 @@ def emit_thread_loops(em, start, dims, done):
     def prologue():
         f.lines.append(THREAD_START)
         for i in range(eg.end):
-            st = em.flat.body[i]
+            st = body[i]
             em.cur_index = i
             if i in eg.guards:
                 g = em.read(A.Reg(st.guard[0], st.pos), "pred")
@@ -95,12 +95,7 @@ def _copy(em, p, start, dims, done, skip, md=""):
 
     def body():
         f.lines.append(THREAD_START)
-        for i, st in enumerate(em.flat.body):
-            em.cur_index = i
-            if isinstance(st, A.Label):
-                f.label(em.label_name(st.name))
-            elif i not in skip:
-                em.emit_instruction(st)
+        em.emit_body(skip)
 
     emit_nest(f, p, start, dims, body, done, md=md)
     em.tid, em.exit_label, em.label_prefix = saved
