@@ -8,7 +8,7 @@ import re
 import struct
 from dataclasses import dataclass
 
-from zluda_py import cmem
+from zluda_py import cffi_abi, cmem
 from zluda_py.errors import (CUDA_ERROR_INVALID_IMAGE, CUDA_ERROR_INVALID_PTX, CUDA_ERROR_INVALID_VALUE,
                              CUDA_ERROR_NO_BINARY_FOR_GPU, CudaError)
 
@@ -274,7 +274,7 @@ def _mapped(addr: int, n: int) -> bool:
         import cffi
         ffi = cffi.FFI()
         ffi.cdef("int mincore(void *addr, size_t length, unsigned char *vec);")
-        _libc = (ffi, ffi.dlopen(None))
+        _libc = (ffi, cffi_abi.dlopen(ffi, None))
     ffi, libc = _libc
     start = addr & ~(_PAGE - 1)
     length = addr + n - start

@@ -262,10 +262,11 @@ def test_random_2d_3d_copies_and_fills_match_numpy(shim_libdir):
             got = np.full_like(dst, 0x11)
             ok(lib.cuMemcpyDtoH_v2(got.ctypes.data_as(ctypes.c_void_p), ddst, ctypes.c_size_t(got.nbytes)))
             assert np.array_equal(got, want), f"case {case}: {(D, H, W, spitch, dpitch, sx, sy, sz, dx, dy, dz)}"
-            # and a 2D fill of random u16 over a random sub-rectangle of the destination
-            rows, cols = int(rng.integers(1, dheight + 1)), int(rng.integers(1, dpitch // 2 + 1))
-            value = int(rng.integers(0, 1 << 16))
+            # and a 2D fill of random u16 over a random sub-rectangle of the destination (an even pitch: at
+            # least one u16 a row)
             if dpitch % 2 == 0:
+                rows, cols = int(rng.integers(1, dheight + 1)), int(rng.integers(1, dpitch // 2 + 1))
+                value = int(rng.integers(0, 1 << 16))
                 ok(lib.cuMemsetD2D16_v2(ddst, ctypes.c_size_t(dpitch), ctypes.c_ushort(value),
                                         ctypes.c_size_t(cols), ctypes.c_size_t(rows)))
                 ok(lib.cuMemcpyDtoH_v2(got.ctypes.data_as(ctypes.c_void_p), ddst, ctypes.c_size_t(got.nbytes)))

@@ -16,7 +16,7 @@ from time import monotonic as _monotonic
 
 import cffi
 
-from zluda_py import handles, memcheck, native
+from zluda_py import cffi_abi, handles, memcheck, native
 from zluda_py.errors import CudaError, CUDA_ERROR_INVALID_VALUE
 
 _buffer_ids = itertools.count(1)
@@ -313,7 +313,7 @@ def copy_ranges_ok(dst: int, dst_device: bool, src: int, src_device: bool, n: in
 
 _ffi = cffi.FFI()
 _ffi.cdef("int mincore(uintptr_t addr, size_t length, unsigned char *vec);")
-_libc = _ffi.dlopen(None)
+_libc = cffi_abi.dlopen(_ffi, None)
 _PAGE = mmap.PAGESIZE
 _CHUNK_PAGES = 1 << 16
 _vec = threading.local()

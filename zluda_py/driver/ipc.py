@@ -21,7 +21,7 @@ import threading
 import _cffi_backend
 import cffi
 
-from zluda_py import cmem
+from zluda_py import cffi_abi, cmem
 from zluda_py.dispatch import export
 from zluda_py.driver import allocations, context as ctxmod, init
 from zluda_py.driver.allocations import INDEX, Allocation, DetachedOwner
@@ -40,7 +40,7 @@ _ffi.cdef("""
     void *mmap(void *addr, size_t length, int prot, int flags, int fd, long offset);
     int munmap(void *addr, size_t length);
 """)
-_libc = _ffi.dlopen(None)
+_libc = cffi_abi.dlopen(_ffi, None)
 _PAGE = mmap.PAGESIZE
 _MAP_FAILED = 2 ** 64 - 1
 _MAP_FIXED = 0x10        # Linux; Python's mmap module does not export it

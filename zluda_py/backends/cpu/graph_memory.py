@@ -13,6 +13,7 @@ import os
 
 import cffi
 
+from zluda_py import cffi_abi
 from zluda_py.errors import CudaError, CUDA_ERROR_OUT_OF_MEMORY
 
 _ffi = cffi.FFI()
@@ -21,7 +22,7 @@ _ffi.cdef("""
     int munmap(uintptr_t addr, size_t length);
     int mprotect(uintptr_t addr, size_t length, int prot);
 """)
-_libc = _ffi.dlopen(None)
+_libc = cffi_abi.dlopen(_ffi, None)
 _FAILED = (1 << 64) - 1                  # MAP_FAILED as an unsigned address
 _PROT = mmap.PROT_READ | mmap.PROT_WRITE
 _PRIVATE = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | getattr(mmap, "MAP_NORESERVE", 0x4000)

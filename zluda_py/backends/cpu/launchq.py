@@ -9,7 +9,7 @@ from pathlib import Path
 
 import cffi
 
-from zluda_py import log
+from zluda_py import cffi_abi, log
 
 HERE = Path(__file__).resolve().parent
 CFLAGS = ["-O2", "-shared", "-fPIC", "-pthread", "-std=gnu11"]
@@ -120,7 +120,7 @@ def get():
     with _lock:
         if _lib is None and not _failed:
             try:
-                lib = ffi.dlopen(str(_build()))
+                lib = cffi_abi.dlopen(ffi, str(_build()))
                 DONE = lib.zq_done_address()
                 from zluda_py import native
                 if native.lib is not None:      # streams count as busy where the shim's fast paths look

@@ -5,6 +5,8 @@ overlap with other Python threads."""
 import _cffi_backend
 import cffi
 
+from zluda_py import cffi_abi
+
 ffi = cffi.FFI()
 ffi.cdef("""
     uintptr_t memalign(size_t alignment, size_t size);
@@ -12,7 +14,7 @@ ffi.cdef("""
     void *memmove(uintptr_t dst, uintptr_t src, size_t n);
     void *memset(uintptr_t dst, int c, size_t n);
 """)
-libc = ffi.dlopen(None)
+libc = cffi_abi.dlopen(ffi, None)
 
 memset = libc.memset
 free = libc.free
