@@ -160,6 +160,26 @@ def test_sizes_versions_and_threads(cu):
     ok(cu.cuModuleUnload(ctypes.c_uint64(mod)))
 
 
+def test_cuda_13_5_attributes_device_node_update_and_shared_memory_mode(cu):
+    """The release the declarations are of (13.5) adds two attributes, both asked for by NVIDIA's cuSPARSE:
+    device-side node updates (read-only: none here) and the shared memory mode (a CUsharedMemoryMode,
+    settable 0..4, other values refused and the old one kept)."""
+    node_update, mode = 16, 17
+    mod = load(cu, PTX)
+    f = func(cu, mod, "light")
+    assert attr(cu, f, node_update) == 0
+    assert attr(cu, f, mode) == 0
+    for want in (4, 1):
+        ok(cu.cuFuncSetAttribute(ctypes.c_uint64(f), mode, want))
+        assert attr(cu, f, mode) == want
+    assert cu.cuFuncSetAttribute(ctypes.c_uint64(f), mode, 5) == 1          # CUDA_ERROR_INVALID_VALUE
+    assert cu.cuFuncSetAttribute(ctypes.c_uint64(f), node_update, 1) == 1
+    assert attr(cu, f, mode) == 1
+    v = ctypes.c_int(-1)
+    assert cu.cuFuncGetAttribute(ctypes.byref(v), 18, ctypes.c_uint64(f)) == 1
+    ok(cu.cuModuleUnload(ctypes.c_uint64(mod)))
+
+
 def test_register_estimate_and_maxnreg(cu):
     mod = load(cu, PTX)
     light, heavy, capped = func(cu, mod, "light"), func(cu, mod, "heavy"), func(cu, mod, "capped")

@@ -34,9 +34,13 @@ ATTR_REQUIRED_CLUSTER_HEIGHT = 12
 ATTR_REQUIRED_CLUSTER_DEPTH = 13
 ATTR_NON_PORTABLE_CLUSTER_SIZE_ALLOWED = 14
 ATTR_CLUSTER_SCHEDULING_POLICY_PREFERENCE = 15
+ATTR_DEVICE_NODE_UPDATE_SUPPORTED = 16     # CUDA 13.5's, as the declarations' release
+ATTR_SHARED_MEMORY_MODE = 17               # a CUsharedMemoryMode, 0 (DEFAULT) to 4 (PREFER_OVERSIZED)
+_SHARED_MEMORY_MODES = range(5)
 _SETTABLE = {ATTR_MAX_DYNAMIC_SHARED_SIZE_BYTES, ATTR_PREFERRED_SHARED_MEMORY_CARVEOUT,
              ATTR_REQUIRED_CLUSTER_WIDTH, ATTR_REQUIRED_CLUSTER_HEIGHT, ATTR_REQUIRED_CLUSTER_DEPTH,
-             ATTR_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, ATTR_CLUSTER_SCHEDULING_POLICY_PREFERENCE}
+             ATTR_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, ATTR_CLUSTER_SCHEDULING_POLICY_PREFERENCE,
+             ATTR_SHARED_MEMORY_MODE}
 
 ATTR_DEV_MAX_SHARED_PER_BLOCK = 8
 ATTR_DEV_MAX_SHARED_PER_BLOCK_OPTIN = 97
@@ -55,7 +59,7 @@ class Function:
         self.settable = {ATTR_MAX_DYNAMIC_SHARED_SIZE_BYTES: 0, ATTR_PREFERRED_SHARED_MEMORY_CARVEOUT: -1,
                          ATTR_REQUIRED_CLUSTER_WIDTH: 0, ATTR_REQUIRED_CLUSTER_HEIGHT: 0,
                          ATTR_REQUIRED_CLUSTER_DEPTH: 0, ATTR_NON_PORTABLE_CLUSTER_SIZE_ALLOWED: 0,
-                         ATTR_CLUSTER_SCHEDULING_POLICY_PREFERENCE: 0}
+                         ATTR_CLUSTER_SCHEDULING_POLICY_PREFERENCE: 0, ATTR_SHARED_MEMORY_MODE: 0}
         self._c_name = None
         self._limits = None
         handles.new(self)
@@ -148,8 +152,8 @@ class Function:
             return 0
         if attrib == ATTR_MAX_DYNAMIC_SHARED_SIZE_BYTES:
             return self.dynamic_shared_limit()
-        if attrib == ATTR_CLUSTER_SIZE_MUST_BE_SET:
-            return 0
+        if attrib in (ATTR_CLUSTER_SIZE_MUST_BE_SET, ATTR_DEVICE_NODE_UPDATE_SUPPORTED):
+            return 0        # no device-side graph node updates here
         if attrib in self.settable:
             return self.settable[attrib]
         raise CudaError(CUDA_ERROR_INVALID_VALUE, f"unknown function attribute {attrib}")
@@ -166,6 +170,8 @@ class Function:
                                 f"{static} exceeds the opt-in maximum {optin}")
         if attrib == ATTR_PREFERRED_SHARED_MEMORY_CARVEOUT and not (-1 <= value <= 100):
             raise CudaError(CUDA_ERROR_INVALID_VALUE, f"shared memory carveout {value} is not -1..100")
+        if attrib == ATTR_SHARED_MEMORY_MODE and value not in _SHARED_MEMORY_MODES:
+            raise CudaError(CUDA_ERROR_INVALID_VALUE, f"shared memory mode {value} is not a CUsharedMemoryMode (0..4)")
         self.settable[attrib] = value
         self._limits = None
         fastpath.forget_functions()     # the C launch path checked launches against the old limits
