@@ -32,6 +32,14 @@ def parse(text: str, check: bool = True):
     return _parse(text, check=check)
 
 
+def external_functions() -> frozenset:
+    """Functions a module may call without any module defining them: every target serves them itself
+    (printf, device malloc/free, assert, and the device runtime's launches, streams and copies)."""
+    from ptx.codegen.function_emitter import BUILTIN_FUNCS
+    from ptx.codegen.ops_cdp import CALLS
+    return BUILTIN_FUNCS | frozenset(CALLS)
+
+
 def compile(text: str, target: str = "host", **options):  # noqa: A001 - the name the API promises
     if target == "host":
         from ptx.host import compile_host

@@ -148,6 +148,25 @@ def merge_ptx(texts: list) -> str:
     return header + "\n" + "\n".join(merged)
 
 
+_CALL = re.compile(r"\bcall(?:\.uni)?\s+(?:\([^)]*\)\s*,\s*)?([A-Za-z_$][\w$]*)\s*[,;]")
+
+
+def undefined_calls(inputs: list, provided) -> list:
+    """(function, input name) for each function an input calls that no input defines and that is not one of
+    `provided` (what the target serves itself: vprintf, malloc, the device runtime): what nvlink reports as
+    "Undefined reference to 'f' in 'input'". inputs: (name, PTX text) pairs."""
+    texts = [(name, _COMMENT.sub("", t)) for name, t in inputs]
+    defined = {m.group(1) for _, t in texts for m in _DEFINED.finditer(t)}
+    out, seen = [], set()
+    for name, t in texts:
+        for m in _CALL.finditer(t):
+            f = m.group(1)
+            if f not in defined and f not in provided and (f, name) not in seen:
+                seen.add((f, name))
+                out.append((f, name))
+    return out
+
+
 _ENTRY = re.compile(r"\.entry\s+[A-Za-z_$%][\w$]*\s*")
 
 

@@ -337,7 +337,7 @@ def op_call(em, ins):
     rets, target, args, proto = _call_parts(ins)
     name = getattr(target, "name", None)
     callee = em.m.func_decls.get(name)
-    if name in ("vprintf", "malloc", "free", "__assertfail") and (callee is None or callee.body is None):
+    if name in FE.BUILTIN_FUNCS and (callee is None or callee.body is None):
         if name == "__assertfail":
             # the GPU stops the kernel; the HIP runtime reports the fault (the message is not printed)
             em.abort("2")

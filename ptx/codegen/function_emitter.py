@@ -14,6 +14,8 @@ LLVM_BITS = {"i1": 1, "i8": 8, "i16": 16, "i32": 32, "i64": 64, "i128": 128, "ha
              "bfloat": 16, "float": 32, "double": 64, "<2 x half>": 32, "<2 x bfloat>": 32,
              "<2 x i16>": 32, "<4 x i8>": 32}
 FLOAT_LLVM = frozenset({"half", "bfloat", "float", "double"})
+# Functions a module calls without defining them, which each target serves itself
+BUILTIN_FUNCS = frozenset({"vprintf", "malloc", "free", "__assertfail"})
 
 from ptx.codegen.ptxrt_layout import (L_PARAMS, L_GRID, L_BLOCK, L_DYN_SHARED,  # noqa: F401
                                       L_STATIC_SHARED, L_GRID_WORKSPACE, W_SHARED, W_SCRATCH, W_WORKER_ID)

@@ -26,7 +26,7 @@ from ptx.codegen import ops_cluster, ops_narrow_float, ops_f32x2  # noqa: F401  
 from ptx.codegen import ops_mma, ops_mma_move  # noqa: F401  (tensor-core matrix instructions)
 from ptx.codegen import ops_async  # noqa: F401  (cp.async and the bulk and tensor-map copies)
 
-BUILTIN_FUNCS = frozenset({"vprintf", "malloc", "free", "__assertfail"})
+BUILTIN_FUNCS = FE.BUILTIN_FUNCS
 
 
 @dataclass

@@ -212,7 +212,7 @@ def op_call(em, ins):
     rets, target, args, proto = _call_parts(ins)
     indirect = isinstance(target, A.Reg) and em.is_register(target.name)
     name = None if indirect else target.name
-    if name in ("vprintf", "malloc", "free", "__assertfail"):
+    if name in FE.BUILTIN_FUNCS:
         callee = em.m.func_decls.get(name)
         if callee is None or callee.body is None:
             return _builtin(em, ins, name, rets, args)

@@ -5,6 +5,7 @@ import ctypes
 import importlib.util
 import os
 import random
+import re
 import shutil
 import struct
 import subprocess
@@ -472,6 +473,17 @@ def test_link_ptx_inputs(cu, build):
     assert cu.cuLinkAddData_v2(state, 1, junk, ctypes.c_size_t(len(junk)), None, 0, None, None) == 218
     ok(cu.cuLinkDestroy(state))
     assert cu.cuLinkDestroy(state) == INVALID_HANDLE
+    # main.ptx alone calls a function nothing defines: nvlink's undefined reference at cuLinkComplete, with
+    # CUDA_ERROR_INVALID_SOURCE (300) and its line in the error log, as NVIDIA's driver answers
+    log = ctypes.create_string_buffer(1024)
+    opts = (ctypes.c_int * 2)(5, 6)         # CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES
+    vals = (ctypes.c_void_p * 2)(ctypes.addressof(log), 1024)
+    ok(cu.cuLinkCreate_v2(2, opts, vals, ctypes.byref(state)))
+    buf = ctypes.create_string_buffer(main)
+    ok(cu.cuLinkAddData_v2(state, 1, buf, ctypes.c_size_t(len(main) + 1), b"main.ptx", 0, None, None))
+    assert cu.cuLinkComplete(state, ctypes.byref(cubin), ctypes.byref(size)) == 300
+    assert re.fullmatch(r"error   : Undefined reference to '\w*twice\w*' in 'main.ptx'", log.value.decode()), log.value
+    ok(cu.cuLinkDestroy(state))
 
 
 # --- faults, a C driver-API program, unmodified runtime-API programs --------------------------------

@@ -10,9 +10,9 @@ from zluda_py.driver import context as ctxmod
 from zluda_py.driver import init, jit
 from zluda_py.driver.module import select_ptx
 from zluda_py.errors import (CudaError, CUDA_ERROR_FILE_NOT_FOUND, CUDA_ERROR_INVALID_HANDLE,
-                             CUDA_ERROR_INVALID_IMAGE, CUDA_ERROR_INVALID_PTX, CUDA_ERROR_INVALID_VALUE,
-                             CUDA_ERROR_NOT_SUPPORTED)
-from zluda_py.ptxlink import merge_ptx, with_max_registers
+                             CUDA_ERROR_INVALID_IMAGE, CUDA_ERROR_INVALID_PTX, CUDA_ERROR_INVALID_SOURCE,
+                             CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_NOT_SUPPORTED)
+from zluda_py.ptxlink import merge_ptx, undefined_calls, with_max_registers
 
 # CUjitInputType
 INPUT_CUBIN, INPUT_PTX, INPUT_FATBINARY, INPUT_OBJECT, INPUT_LIBRARY, INPUT_NVVM = range(6)
@@ -22,6 +22,7 @@ class LinkState:
     def __init__(self, options: int, values: int, count: int):
         self.jit = jit.Options(options, values, count).check()
         self.inputs: list = []
+        self.names: list = []      # each input's name, for the linker's messages
         self.blob = None           # cffi buffer handed out by cuLinkComplete (lives until destroy)
         handles.new(self)
 
@@ -63,6 +64,7 @@ def _check_input(text: str, device: int, name: str) -> None:
 def _add(state: LinkState, kind: int, data: bytes, name: str) -> None:
     try:
         state.inputs.append(_ptx_of(kind, data, name))
+        state.names.append(name)
     except CudaError as e:
         state.jit.write_logs(error=jit.error_log(e))
         raise
@@ -109,6 +111,13 @@ def link_complete(hstate, cubin_out, size_out):
         raise CudaError(CUDA_ERROR_INVALID_VALUE, "cubinOut or sizeOut is NULL")
     if not state.inputs:
         raise CudaError(CUDA_ERROR_INVALID_IMAGE, "nothing was added to the link")
+    import ptx
+    missing = undefined_calls(list(zip(state.names, state.inputs)), ptx.external_functions())
+    if missing:
+        # nvlink's wording; NVIDIA's driver answers CUDA_ERROR_INVALID_SOURCE (seen on an H100, driver 580)
+        log = "\n".join(f"error   : Undefined reference to '{f}' in '{where}'" for f, where in missing)
+        state.jit.write_logs(error=log)
+        raise CudaError(CUDA_ERROR_INVALID_SOURCE, log.replace("\n", "; "))
     text = merge_ptx(state.inputs)
     max_regs = state.jit.max_registers()
     if max_regs:
