@@ -11,10 +11,7 @@
 #include <unistd.h>
 
 #include "blas_front.h"
-
-#ifndef ZLUDA_BLAS_CANDIDATES
-#define ZLUDA_BLAS_CANDIDATES ""   /* site-packages directories of the Python that built the shim */
-#endif
+#include "front_find.h"
 
 static void say_once(int *said, const char *fmt, const char *arg) {
     if (!__atomic_exchange_n(said, 1, __ATOMIC_RELAXED)) {
@@ -32,89 +29,8 @@ int blas_missing(void) {
     return BLAS_NOT_INITIALIZED;
 }
 
-static int self_path(char *out) {
-    Dl_info info;
-    return dladdr((void *)self_path, &info) && info.dli_fname && realpath(info.dli_fname, out);
-}
-
-/* NVIDIA's library at `path` or NULL: never one of ours (which carries `marker`). */
-static void *try_open(const char *path, const char *marker) {
-    char want[PATH_MAX], self[PATH_MAX];
-    struct stat st;
-    if (!path || !*path || stat(path, &st) != 0 || !realpath(path, want))
-        return NULL;
-    if (self_path(self) && strcmp(want, self) == 0)
-        return NULL;
-    void *h = dlopen(want, RTLD_NOW | RTLD_LOCAL);
-    void *m = h && marker ? dlsym(h, marker) : NULL;
-    Dl_info info;
-    char where[PATH_MAX];
-    /* the marker defined by this very file (not by a dependency it shares with us) makes it one of ours */
-    if (m && dladdr(m, &info) && info.dli_fname && realpath(info.dli_fname, where) && strcmp(where, want) == 0) {
-        dlclose(h);
-        return NULL;
-    }
-    return h;
-}
-
-static void *try_in(const char *dir, const char *rel, const char *marker) {
-    char p[PATH_MAX];
-    if (!dir || !*dir || snprintf(p, sizeof p, "%s/%s", dir, rel) >= (int)sizeof p)
-        return NULL;
-    return try_open(p, marker);
-}
-
-static void *try_list(const char *list, const char *rel, const char *marker) {
-    char buf[8192];
-    if (!list || snprintf(buf, sizeof buf, "%s", list) >= (int)sizeof buf)
-        return NULL;
-    for (char *save, *d = strtok_r(buf, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
-        void *h = try_in(d, rel, marker);
-        if (h)
-            return h;
-    }
-    return NULL;
-}
-
-/* A library under a site-packages directory: beside an installed zluda-py (<sp>/zluda_py/_lib/ holds this
- * front), then those recorded when the shim was built. */
-static void *in_site_packages(const char *rel, const char *marker) {
-    char self[PATH_MAX], up[PATH_MAX + 8];
-    if (self_path(self)) {
-        *strrchr(self, '/') = 0;
-        snprintf(up, sizeof up, "%s/../..", self);
-        void *h = try_in(up, rel, marker);
-        if (h)
-            return h;
-    }
-    return try_list(ZLUDA_BLAS_CANDIDATES, rel, marker);
-}
-
-static void *find_nvidia(const char *soname, const char *env) {
-    const char *e = getenv(env);
-    if (e && *e) {
-        /* the directory of NVIDIA's libraries, or one of them: its directory (what the user named, or nothing) */
-        struct stat st;
-        char dir[PATH_MAX];
-        snprintf(dir, sizeof dir, "%s", e);
-        if (stat(dir, &st) == 0 && !S_ISDIR(st.st_mode) && strrchr(dir, '/'))
-            *strrchr(dir, '/') = 0;
-        return try_in(dir, soname, "zl_blas_front");
-    }
-    char rel[256];
-    snprintf(rel, sizeof rel, "nvidia/cu13/lib/%s", soname);
-    void *h = in_site_packages(rel, "zl_blas_front");
-    if (!h) {
-        snprintf(rel, sizeof rel, "lib64/%s", soname);
-        h = try_in(getenv("CUDA_HOME"), rel, "zl_blas_front");
-        if (!h)
-            h = try_in("/usr/local/cuda", rel, "zl_blas_front");
-    }
-    return h;
-}
-
 void *blas_load_real(const char *soname, const char *env, struct blas_fn *table, size_t n) {
-    void *h = find_nvidia(soname, env);
+    void *h = front_find_nvidia(soname, env, "zl_blas_front");
     if (!h) {
         static int said;
         say_once(&said, "the BLAS front found no NVIDIA %s (pip install nvidia-cublas, or set ZLUDA_CUBLAS to "
@@ -198,7 +114,7 @@ static void find_blas(void) {
     const char *e = getenv("ZLUDA_BLAS");
     void *h = NULL;
     if (e && *e) {
-        h = try_open(e, NULL);
+        h = front_try_open(e, NULL);
         if (!h || !bind_blas(h)) {
             static int said;
             say_once(&said, "ZLUDA_BLAS=%s is no CBLAS library: GEMMs go to NVIDIA's kernels", e);
@@ -207,7 +123,7 @@ static void find_blas(void) {
     }
     static const char *rels[] = {"scipy_openblas32/lib/libscipy_openblas.so"};
     for (size_t i = 0; i < sizeof rels / sizeof rels[0] && !h; i++)
-        if ((h = in_site_packages(rels[i], NULL)) && !bind_blas(h))
+        if ((h = front_in_site_packages(rels[i], NULL)) && !bind_blas(h))
             h = NULL;
     static const char *system[] = {"libopenblas.so.0", "libopenblas.so", "libblis.so.4", "libcblas.so.3"};
     for (size_t i = 0; i < sizeof system / sizeof system[0] && !h; i++)

@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "front_find.h"
+
 typedef int nvrtcResult;
 typedef struct _nvrtcProgram *nvrtcProgram;
 typedef struct nvrtcBundledHeadersInfo_ nvrtcBundledHeadersInfo;
@@ -33,30 +35,16 @@ typedef struct nvrtcBundledHeadersInfo_ nvrtcBundledHeadersInfo;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static void *real;
 
-static int self_path(char *out) {
-    Dl_info info;
-    return dladdr((void *)self_path, &info) && info.dli_fname && realpath(info.dli_fname, out);
-}
-
-/* NVIDIA's library at `path`, or NULL: never this library itself (a copy of it named by ZLUDA_NVRTC, or
- * a directory that holds ours). */
-static void *try_open(const char *path) {
-    char want[PATH_MAX], self[PATH_MAX];
-    struct stat st;
-    if (!path || !*path || stat(path, &st) != 0 || !realpath(path, want))
-        return NULL;
-    if (self_path(self) && strcmp(want, self) == 0)
-        return NULL;
-    void *h = dlopen(want, RTLD_NOW | RTLD_LOCAL);
-    if (!h)
-        return NULL;
-    void *f = dlsym(h, "nvrtcCompileProgram");
-    if (!f || f == dlsym(RTLD_DEFAULT, "zl_nvrtc_forwarder") || dlsym(h, "zl_nvrtc_forwarder")) {
+/* `h` if it is an NVRTC (front_try_open has made sure it is not this library nor a copy of it), else NULL. */
+static void *an_nvrtc(void *h) {
+    if (h && !dlsym(h, "nvrtcCompileProgram")) {
         dlclose(h);
         return NULL;
     }
     return h;
 }
+
+static void *try_open(const char *path) { return an_nvrtc(front_try_open(path, "zl_nvrtc_forwarder")); }
 
 /* Marks this library, so that try_open can tell a copy of it from NVIDIA's. */
 EXPORT int zl_nvrtc_forwarder(void) { return 1; }
@@ -93,16 +81,10 @@ static void *find_real(void) {
             return try_in(env, "libnvrtc.so.13");
         return try_open(env);  /* what the user named, or nothing: no silent fallback */
     }
-    void *h = NULL;
-    char self[PATH_MAX];
-    if (self_path(self)) {
-        /* installed: <site-packages>/zluda_py/_lib/libnvrtc.so.13, the wheel's under <site-packages>/nvidia */
-        char *slash = strrchr(self, '/');
-        *slash = 0;
-        h = try_in(self, "../../nvidia/cu13/lib/libnvrtc.so.13");
-        if (!h)
-            h = try_in(self, "../../nvidia/cuda_nvrtc/lib/libnvrtc.so.13");
-    }
+    /* installed: <site-packages>/zluda_py/_lib/libnvrtc.so.13, the wheel's under <site-packages>/nvidia */
+    void *h = an_nvrtc(front_in_site_packages("nvidia/cu13/lib/libnvrtc.so.13", "zl_nvrtc_forwarder"));
+    if (!h)
+        h = an_nvrtc(front_in_site_packages("nvidia/cuda_nvrtc/lib/libnvrtc.so.13", "zl_nvrtc_forwarder"));
     if (!h)  /* the site-packages of the Python the shim was built with, recorded at build time */
         h = try_list(ZLUDA_NVRTC_CANDIDATES, "libnvrtc.so.13", 0);
     if (!h)

@@ -28,7 +28,10 @@ NVRTC_LIB = "libnvrtc.so.13"
 # The BLAS front: libcublas.so.13 and libcublasLt.so.13, each from its blas_*.c plus the shared ones
 BLAS_PREFIX = "blas_"
 BLAS_LIBS = {"libcublas.so.13": "blas_cublas.c", "libcublasLt.so.13": "blas_cublaslt.c"}
-BLAS_SHARED = ("blas_common.c", "blas_gemm.c")
+BLAS_SHARED = ("blas_common.c", "blas_gemm.c", "front_find.c")
+FRONT_FIND = "front_find.c"       # finding NVIDIA's library behind a front: in the fronts, not libcuda.so.1
+NVJITLINK_SOURCE = "nvjitlink_front.c"  # libnvJitLink.so.13 (the driver's linker, NVIDIA's for LTO-IR)
+NVJITLINK_LIB = "libnvJitLink.so.13"
 CUDA_ERROR_UNKNOWN = 999
 CUDA_ERROR_SHARED_OBJECT_INIT_FAILED = 303
 
@@ -356,7 +359,8 @@ def build(out_dir: str, src: str = None, record_paths: bool = True) -> str:
     with open(DECLS) as f:
         decls = json.load(f)
     front_c = sorted(os.path.join(src, f) for f in os.listdir(src)
-                     if f.endswith(".c") and f not in (EMBED_SOURCE, NVRTC_SOURCE) and not f.startswith(BLAS_PREFIX))
+                     if f.endswith(".c") and f not in (EMBED_SOURCE, NVRTC_SOURCE, FRONT_FIND, NVJITLINK_SOURCE)
+                     and not f.startswith(BLAS_PREFIX))
     sigs = signatures(decls)
     cdef = CDEF + "".join(f'extern "Python+C" {_extern_decl(sig)};\n' for sig in sigs) + \
         "".join(open(p).read() for p in _sources(src) if p.endswith(".cdef"))
@@ -406,6 +410,7 @@ def build(out_dir: str, src: str = None, record_paths: bool = True) -> str:
         os.replace(tmp_link, link)
         _build_nvrtc(cc, common, src, tmp, out_dir, record_paths)
         _build_blas(cc, common, src, tmp, out_dir, record_paths)
+        _build_nvjitlink(cc, common, src, tmp, out_dir, record_paths)
         return final
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -427,7 +432,7 @@ def _build_nvrtc(cc, common, src, tmp, out_dir, record_paths) -> None:
     script = os.path.join(tmp, "nvrtc.map")
     with open(script, "w") as f:
         f.write(NVRTC_LIB + " { global: nvrtc*; zl_nvrtc_forwarder; local: *; };\n")
-    _run(cc + common + ["-fvisibility=hidden"] + defs + [os.path.join(src, NVRTC_SOURCE), "-o", lib,
+    _run(cc + common + ["-fvisibility=hidden"] + defs + [os.path.join(src, NVRTC_SOURCE), os.path.join(src, FRONT_FIND), "-o", lib,
                                                        f"-Wl,--version-script={script}", f"-Wl,-soname,{NVRTC_LIB}",
                                                        "-ldl"])
     os.replace(lib, os.path.join(out_dir, NVRTC_LIB))
@@ -447,7 +452,7 @@ def _site_packages() -> str:
 def _build_blas(cc, common, src, tmp, out_dir, record_paths) -> None:
     """libcublasLt.so.13 and libcublas.so.13 (which needs it, found beside it), each exporting NVIDIA's
     functions under NVIDIA's version node; a recording build also names this interpreter's site-packages."""
-    defs = [f'-DZLUDA_BLAS_CANDIDATES="{_site_packages()}"'] if record_paths else []
+    defs = [f'-DZLUDA_SITE_PACKAGES="{_site_packages()}"'] if record_paths else []
     shared = [os.path.join(src, f) for f in BLAS_SHARED]
     for lib in sorted(BLAS_LIBS, key=lambda name: "Lt" not in name):     # Lt first: libcublas links it
         out = os.path.join(tmp, lib)
@@ -463,6 +468,23 @@ def _build_blas(cc, common, src, tmp, out_dir, record_paths) -> None:
         link = os.path.join(tmp, lib[:-3])                  # libcublas.so: what -lcublas links
         os.symlink(lib, link)
         os.replace(link, os.path.join(out_dir, lib[:-3]))
+
+
+def _build_nvjitlink(cc, common, src, tmp, out_dir, record_paths) -> None:
+    """libnvJitLink.so.13 (and its libnvJitLink.so link) beside libcuda.so.1, under NVIDIA's version node."""
+    defs = [f'-DZLUDA_SITE_PACKAGES="{_site_packages()}"'] if record_paths else []
+    out = os.path.join(tmp, NVJITLINK_LIB)
+    script = os.path.join(tmp, "nvjitlink.map")
+    with open(script, "w") as f:
+        f.write(NVJITLINK_LIB + " { global: nvJitLink*; __nvJitLink*; zl_nvjitlink_front; local: *; };\n")
+    _run(cc + common + ["-fvisibility=hidden"] + defs + [os.path.join(src, NVJITLINK_SOURCE),
+                                                       os.path.join(src, FRONT_FIND), "-o", out,
+                                                       f"-Wl,--version-script={script}",
+                                                       f"-Wl,-soname,{NVJITLINK_LIB}", "-ldl"])
+    os.replace(out, os.path.join(out_dir, NVJITLINK_LIB))
+    link = os.path.join(tmp, NVJITLINK_LIB[:-3])
+    os.symlink(NVJITLINK_LIB, link)
+    os.replace(link, os.path.join(out_dir, NVJITLINK_LIB[:-3]))
 
 
 def _writable_dir(d: str) -> bool:

@@ -92,10 +92,11 @@ def cmd_run(args) -> int:
     d = libdir()
     env = dict(os.environ)
     env["LD_LIBRARY_PATH"] = d + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
-    # The fronts of NVIDIA's NVRTC and cuBLAS, loaded from the start (they bind NVIDIA's libraries at their first
-    # call): frameworks that load those libraries through cuda-pathfinder (CuPy, cuda.core) take an already
-    # loaded one before the wheel's, which they would load by path, bypassing LD_LIBRARY_PATH.
-    fronts = [os.path.join(d, f) for f in ("libnvrtc.so.13", "libcublas.so.13") if os.path.isfile(os.path.join(d, f))]
+    # The fronts of NVIDIA's NVRTC, nvJitLink and cuBLAS, loaded from the start (they bind NVIDIA's libraries at
+    # their first call): frameworks that load those libraries through cuda-pathfinder (CuPy, cuda.core, numba)
+    # take an already loaded one before the wheel's, which they would load by path, bypassing LD_LIBRARY_PATH.
+    fronts = [os.path.join(d, f) for f in ("libnvrtc.so.13", "libnvJitLink.so.13", "libcublas.so.13")
+              if os.path.isfile(os.path.join(d, f))]
     if env.get("ZLUDA_BLAS_FRONT") == "0":
         fronts = [f for f in fronts if "cublas" not in f]
     if fronts:

@@ -132,7 +132,7 @@ def test_wheel_holds_every_package_file(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     assert tree - names == set()
     assert {"zluda_py/_lib/libcuda.so.1", "zluda_py/_lib/libcuda.so", "zluda_py/_lib/libnvrtc.so.13",
-            "zluda_py/_lib/libnvrtc.so"} <= names
+            "zluda_py/_lib/libnvrtc.so", "zluda_py/_lib/libnvJitLink.so.13"} <= names
 
 
 def test_sdist_builds_the_same_wheel(wheel, venv, tmp_path):
