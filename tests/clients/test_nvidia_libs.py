@@ -1,6 +1,6 @@
 """NVIDIA's own libraries from PyPI, unmodified, through the shim on the CPU backend: cuRAND (every generator,
-each distribution, bit for bit against cuRAND's host generator) and cuFFT (1D/2D/3D, C2C/R2C/C2R, single and
-double, batched, against numpy.fft). Each program runs in its own process via `zluda-py run` and checks its
+each distribution, bit for bit against cuRAND's host generator), cuFFT (1D/2D/3D, C2C/R2C/C2R, single and
+double, batched, against numpy.fft), and CuPy on cuRAND, cuBLAS, cuFFT, cuSOLVER, cuSPARSE and CUB. Each program runs in its own process via `zluda-py run` and checks its
 own results. Skipped, with the reason, when a wheel is not installed (scripts/setup --clients).
 
 The device they see is compute capability 13.0: NVIDIA's libraries carry machine code for every architecture
@@ -27,12 +27,14 @@ def _wheel_lib(name):
     return glob.glob(os.path.join(sysconfig.get_paths()["purelib"], "nvidia", "*", "lib", name))
 
 
-def _run_program(program, lib, timeout):
-    if not _wheel_lib(lib):
-        pytest.skip(f"{lib} is not installed (scripts/setup --clients installs NVIDIA's wheels)")
-    if importlib.util.find_spec("numpy") is None:
-        pytest.skip("numpy is not installed")
-    env = dict(os.environ, ZLUDA_CC=LIBRARY_CC)
+def _run_program(program, libs, timeout, modules=("numpy",), **extra_env):
+    for lib in (libs,) if isinstance(libs, str) else libs:
+        if not _wheel_lib(lib):
+            pytest.skip(f"{lib} is not installed (scripts/setup --clients installs NVIDIA's wheels)")
+    for m in modules:
+        if importlib.util.find_spec(m) is None:
+            pytest.skip(f"{m} is not installed")
+    env = dict(os.environ, ZLUDA_CC=LIBRARY_CC, **extra_env)
     env.pop("ZLUDA_LOG", None)
     env["PYTHONPATH"] = ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     cmd = [sys.executable, "-m", "zluda_py.cli", "run", "--backend", "cpu", "--", sys.executable,
@@ -57,3 +59,16 @@ def test_curand_every_generator():
 def test_cufft_transforms():
     passed = _run_program("cufft_transforms.py", "libcufft.so.12", timeout=1200)
     assert len(passed) == 18
+
+
+def test_cupy_on_nvidia_libraries(tmp_path):
+    """Issue 11's acceptance script: cupy.random, @, cupy.fft, cupy.linalg.solve, a CSR matvec and CUB sums,
+    each against numpy/scipy. cuSOLVER and cuSPARSE need libnvJitLink.so.13 loaded: the shim's front serves it.
+    CuPy's kernel cache is kept apart (one built by NVIDIA's NVRTC outside the shim holds machine code)."""
+    passed = _run_program("cupy_libraries.py", ("libcusolver.so.12", "libcusparse.so.12", "libcurand.so.10",
+                                                "libcufft.so.12", "libcublas.so.13"),
+                          timeout=1800, modules=("numpy", "scipy", "cupy"), CUPY_ACCELERATORS="cub",
+                          CUPY_CACHE_DIR=str(tmp_path))
+    assert {ln.split()[1] for ln in passed} == {
+        "random_uniform", "random_reproducible", "matmul_float32", "matmul_float64", "fft_c2c", "fft_r2c_batched",
+        "linalg_solve_float64", "linalg_solve_float32", "sparse_csr_matvec", "cub_sum_int64", "cub_sum_float64"}

@@ -1,0 +1,91 @@
+"""CuPy on NVIDIA's libraries through the shim: cupy.random (cuRAND), `@` (cuBLAS, served by the BLAS front),
+cupy.fft (cuFFT), cupy.linalg.solve (cuSOLVER getrf/getrs), a sparse matrix-vector product (cuSPARSE SpMV) and
+a CUB sum, each on fresh random inputs against numpy/scipy, every element checked. argv[1]: the seed."""
+
+import sys
+
+import numpy as np
+import scipy.sparse as sp
+
+import cupy as cp
+import cupyx.scipy.sparse as csp
+
+seed = int(sys.argv[1]) if len(sys.argv) > 1 else 1
+rng = np.random.default_rng(seed)
+failures = []
+
+
+def check(name, ok, detail=""):
+    print(("PASS " if ok else "FAIL ") + name + ("" if ok else f": {detail}"), flush=True)
+    if not ok:
+        failures.append(name)
+
+
+def attempt(name, fn):
+    try:
+        fn()
+    except Exception as e:  # noqa: BLE001 - a library's error is this case's failure, reported
+        check(name, False, f"{type(e).__name__}: {e}")
+
+
+def random_uniform():
+    x = cp.random.default_rng(seed).random(200_000).get()
+    # the uniform distribution's mean and variance (1/12) within six standard errors of the estimates
+    check("random_uniform", bool(x.min() >= 0 and x.max() < 1 and abs(x.mean() - 0.5) < 6 * (1 / 12 / x.size) ** 0.5
+                                 and abs(x.var() - 1 / 12) < 6 * (1 / 180 / x.size) ** 0.5),
+          f"mean {x.mean()}, var {x.var()}")
+    y = cp.random.default_rng(seed).random(1000).get()
+    check("random_reproducible", bool(np.array_equal(y, x[:1000])))
+
+
+def matmul():
+    for dt, tol in ((np.float32, 1e-5), (np.float64, 1e-12)):
+        m, k, n = (int(v) for v in rng.integers(20, 90, 3))
+        a, b = rng.standard_normal((m, k)).astype(dt), rng.standard_normal((k, n)).astype(dt)
+        got = (cp.asarray(a) @ cp.asarray(b)).get()
+        ref = a.astype(np.float64) @ b.astype(np.float64)
+        err = np.max(np.abs(got - ref) / (np.abs(a).astype(np.float64) @ np.abs(b)))
+        check(f"matmul_{np.dtype(dt).name}", bool(err < tol), f"relative error {err}")
+
+
+def fft():
+    n = int(rng.integers(200, 1500))
+    x = rng.standard_normal(n) + 1j * rng.standard_normal(n)
+    got, ref = cp.fft.fft(cp.asarray(x)).get(), np.fft.fft(x)
+    check("fft_c2c", bool(np.allclose(got, ref, rtol=1e-9, atol=1e-9 * np.abs(ref).max())))
+    r = rng.standard_normal((16, n))
+    got, ref = cp.fft.rfft(cp.asarray(r), axis=1).get(), np.fft.rfft(r, axis=1)
+    check("fft_r2c_batched", bool(np.allclose(got, ref, rtol=1e-9, atol=1e-9 * np.abs(ref).max())))
+
+
+def solve():
+    for dt, tol in ((np.float64, 1e-10), (np.float32, 1e-3)):
+        n = int(rng.integers(30, 120))
+        a = (rng.standard_normal((n, n)) + n * np.eye(n)).astype(dt)
+        b = rng.standard_normal((n, 3)).astype(dt)
+        got = cp.linalg.solve(cp.asarray(a), cp.asarray(b)).get()
+        resid = np.max(np.abs(a.astype(np.float64) @ got - b)) / np.max(np.abs(b))
+        check(f"linalg_solve_{np.dtype(dt).name}", bool(resid < tol), f"residual {resid}")
+
+
+def spmv():
+    m, n = (int(v) for v in rng.integers(100, 400, 2))
+    a = sp.random(m, n, density=0.05, format="csr", random_state=int(rng.integers(1 << 30)), dtype=np.float64)
+    v = rng.standard_normal(n)
+    got, ref = (csp.csr_matrix(a) @ cp.asarray(v)).get(), a @ v
+    check("sparse_csr_matvec", bool(np.allclose(got, ref, rtol=1e-12, atol=1e-12)), f"{np.abs(got - ref).max()}")
+
+
+def cub_sum():
+    n = int(rng.integers(10_000, 100_000))
+    x = rng.integers(-1000, 1000, n).astype(np.int64)
+    check("cub_sum_int64", int(cp.asarray(x).sum()) == int(x.sum()))
+    f = rng.standard_normal(n)
+    check("cub_sum_float64", bool(abs(float(cp.asarray(f).sum()) - f.sum()) < 1e-9 * np.abs(f).sum()))
+
+
+for name, fn in (("random", random_uniform), ("matmul", matmul), ("fft", fft), ("solve", solve),
+                 ("spmv", spmv), ("cub_sum", cub_sum)):
+    attempt(name, fn)
+print(f"failures {len(failures)}")
+sys.exit(1 if failures else 0)
