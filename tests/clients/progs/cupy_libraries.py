@@ -1,6 +1,7 @@
 """CuPy on NVIDIA's libraries through the shim: cupy.random (cuRAND), `@` (cuBLAS, served by the BLAS front),
-cupy.fft (cuFFT), cupy.linalg.solve (cuSOLVER getrf/getrs), a sparse matrix-vector product (cuSPARSE SpMV) and
-a CUB sum, each on fresh random inputs against numpy/scipy, every element checked. argv[1]: the seed."""
+cupy.fft (cuFFT), cupy.linalg.solve/cholesky/svd/eigh (cuSOLVER getrf/getrs, potrf, gesvd, syevd), sparse
+matrix-vector and matrix-matrix products (cuSPARSE SpMV, SpMM) and CUB sums, each on fresh random inputs
+against numpy/scipy, every element checked. argv[1]: the seed."""
 
 import sys
 
@@ -68,6 +69,31 @@ def solve():
         check(f"linalg_solve_{np.dtype(dt).name}", bool(resid < tol), f"residual {resid}")
 
 
+def factorizations():
+    n = int(rng.integers(20, 80))
+    m = rng.standard_normal((n, n))
+    spd = m @ m.T + n * np.eye(n)
+    l = cp.linalg.cholesky(cp.asarray(spd)).get()
+    check("linalg_cholesky", bool(np.allclose(l, np.linalg.cholesky(spd), rtol=1e-10, atol=1e-10)
+                                  and np.allclose(np.triu(l, 1), 0)))
+    a = rng.standard_normal((n + 7, n))
+    got = cp.linalg.svd(cp.asarray(a), compute_uv=False).get()
+    check("linalg_svd_values", bool(np.allclose(got, np.linalg.svd(a, compute_uv=False), rtol=1e-10)))
+    u, sv, vt = (x.get() for x in cp.linalg.svd(cp.asarray(a), full_matrices=False))
+    check("linalg_svd_reconstructs", bool(np.allclose((u * sv) @ vt, a, atol=1e-10)))
+    w, v = (x.get() for x in cp.linalg.eigh(cp.asarray(spd)))
+    check("linalg_eigh", bool(np.allclose(w, np.linalg.eigvalsh(spd), rtol=1e-10)
+                              and np.allclose(spd @ v, v * w, atol=1e-8 * np.abs(w).max())))
+
+
+def spmm():
+    m, k, n = (int(v) for v in rng.integers(50, 200, 3))
+    a = sp.random(m, k, density=0.05, format="csr", random_state=int(rng.integers(1 << 30)), dtype=np.float64)
+    b = rng.standard_normal((k, n))
+    got, ref = (csp.csr_matrix(a) @ cp.asarray(b)).get(), a @ b
+    check("sparse_csr_matmat", bool(np.allclose(got, ref, rtol=1e-12, atol=1e-12)), f"{np.abs(got - ref).max()}")
+
+
 def spmv():
     m, n = (int(v) for v in rng.integers(100, 400, 2))
     a = sp.random(m, n, density=0.05, format="csr", random_state=int(rng.integers(1 << 30)), dtype=np.float64)
@@ -85,7 +111,8 @@ def cub_sum():
 
 
 for name, fn in (("random", random_uniform), ("matmul", matmul), ("fft", fft), ("solve", solve),
-                 ("spmv", spmv), ("cub_sum", cub_sum)):
+                 ("factorizations", factorizations), ("spmv", spmv), ("spmm", spmm),
+                 ("cub_sum", cub_sum)):
     attempt(name, fn)
 print(f"failures {len(failures)}")
 sys.exit(1 if failures else 0)
