@@ -60,9 +60,7 @@ static struct {
 } drv = {PTHREAD_ONCE_INIT, 0, NULL, NULL};
 
 static void find_driver(void) {
-    void *cu = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-    if (!cu)
-        cu = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    void *cu = front_libcuda();
     if (!cu)
         return;
     host_memory_fn host_memory = (host_memory_fn)dlsym(cu, "zluda_host_memory_devices");

@@ -90,3 +90,8 @@ void *front_find_nvidia(const char *soname, const char *env, const char *marker)
     }
     return h;
 }
+
+void *front_libcuda(void) {
+    void *cu = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    return cu ? cu : dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+}

@@ -13,4 +13,7 @@ void *front_in_site_packages(const char *rel, const char *marker);
  * is set; else the nvidia/cu13 wheel's, then $CUDA_HOME/lib64 and /usr/local/cuda/lib64. */
 void *front_find_nvidia(const char *soname, const char *env, const char *marker);
 
+/* The libcuda.so.1 this process has loaded (the shim, under zluda-py run), else the one the loader finds. */
+void *front_libcuda(void);
+
 #endif

@@ -87,9 +87,7 @@ static struct {
 } drv = {PTHREAD_ONCE_INIT};
 
 static void load_driver(void) {
-    void *cu = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-    if (!cu)
-        cu = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    void *cu = front_libcuda();
     if (!cu)
         return;
     void **slots[] = {(void **)&drv.init, (void **)&drv.ctx_get_current, (void **)&drv.device_get,
@@ -154,7 +152,6 @@ static size_t real_arch(const char *s) {
 
 /* The driver's calls need a current context, nvJitLink's callers need none: the primary context of device 0
  * stands in while there is none. enter() answers what leave() takes. */
-static int entered_device = -1;
 static CUcontext enter(void) {
     CUcontext cur = NULL, pc = NULL;
     int dev = 0;
@@ -166,16 +163,14 @@ static CUcontext enter(void) {
         drv.primary_release(dev);
         return NULL;
     }
-    entered_device = dev;
     return pc;
 }
 
 static void leave(CUcontext pushed) {
-    if (pushed) {
-        CUcontext popped;
-        drv.ctx_pop(&popped);
-        drv.primary_release(entered_device);
-    }
+    CUcontext popped;
+    int dev;
+    if (pushed && drv.ctx_pop(&popped) == 0 && drv.device_get(&dev, 0) == 0)
+        drv.primary_release(dev);
 }
 
 static void free_link(struct link *l) {

@@ -21,9 +21,6 @@ typedef struct nvrtcBundledHeadersInfo_ nvrtcBundledHeadersInfo;
 /* NVRTC's own answer when a library it needs (libnvrtc-builtins) cannot be loaded. */
 #define NOT_LOADED 7
 
-#ifndef ZLUDA_NVRTC_CANDIDATES
-#define ZLUDA_NVRTC_CANDIDATES ""
-#endif
 
 #define NVRTC_CODE(num, name)
 #define NVRTC_FN(ret, name, params, args) static ret (*real_##name) params;
@@ -56,15 +53,16 @@ static void *try_in(const char *dir, const char *rel) {
     return try_open(p);
 }
 
-/* Each directory of a ':'-separated list, with `rel` appended. */
-static void *try_list(const char *list, const char *rel, int need_nvcc) {
+/* `rel` under each directory of PATH that holds an nvcc (a toolkit's bin/). */
+static void *beside_nvcc(const char *rel) {
     char buf[8192];
+    const char *list = getenv("PATH");
     if (!list || snprintf(buf, sizeof buf, "%s", list) >= (int)sizeof buf)
         return NULL;
     for (char *save, *d = strtok_r(buf, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
         char nvcc[PATH_MAX];
         snprintf(nvcc, sizeof nvcc, "%s/nvcc", d);
-        if (need_nvcc && access(nvcc, X_OK) != 0)
+        if (access(nvcc, X_OK) != 0)
             continue;
         void *h = try_in(d, rel);
         if (h)
@@ -81,18 +79,16 @@ static void *find_real(void) {
             return try_in(env, "libnvrtc.so.13");
         return try_open(env);  /* what the user named, or nothing: no silent fallback */
     }
-    /* installed: <site-packages>/zluda_py/_lib/libnvrtc.so.13, the wheel's under <site-packages>/nvidia */
+    /* the wheel's, beside an installed zluda-py or in the site-packages recorded when the shim was built */
     void *h = an_nvrtc(front_in_site_packages("nvidia/cu13/lib/libnvrtc.so.13", "zl_nvrtc_forwarder"));
     if (!h)
         h = an_nvrtc(front_in_site_packages("nvidia/cuda_nvrtc/lib/libnvrtc.so.13", "zl_nvrtc_forwarder"));
-    if (!h)  /* the site-packages of the Python the shim was built with, recorded at build time */
-        h = try_list(ZLUDA_NVRTC_CANDIDATES, "libnvrtc.so.13", 0);
     if (!h)
         h = try_in(getenv("CUDA_HOME"), "lib64/libnvrtc.so.13");
     if (!h)
         h = try_in("/usr/local/cuda", "lib64/libnvrtc.so.13");
     if (!h)
-        h = try_list(getenv("PATH"), "../lib64/libnvrtc.so.13", 1);
+        h = beside_nvcc("../lib64/libnvrtc.so.13");
     return h;
 }
 

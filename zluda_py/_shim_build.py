@@ -416,25 +416,17 @@ def build(out_dir: str, src: str = None, record_paths: bool = True) -> str:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _nvrtc_candidates() -> str:
-    """The nvidia-cuda-nvrtc wheel's library directories in this interpreter's site-packages, ':'-joined."""
-    import site
-    sps = [sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]] + site.getsitepackages()
-    dirs = [os.path.join(sp, "nvidia", sub, "lib") for sp in dict.fromkeys(sps) for sub in ("cu13", "cuda_nvrtc")]
-    return ":".join(d for d in dirs if ":" not in d and '"' not in d and "\\" not in d)
-
-
 def _build_nvrtc(cc, common, src, tmp, out_dir, record_paths) -> None:
     """libnvrtc.so.13 (and its libnvrtc.so link) beside libcuda.so.1; a recording build also names where
     this interpreter's nvidia-cuda-nvrtc wheel would be."""
     lib = os.path.join(tmp, NVRTC_LIB)
-    defs = [f'-DZLUDA_NVRTC_CANDIDATES="{_nvrtc_candidates()}"'] if record_paths else []
+    defs = [f'-DZLUDA_SITE_PACKAGES="{_site_packages()}"'] if record_paths else []
     script = os.path.join(tmp, "nvrtc.map")
     with open(script, "w") as f:
         f.write(NVRTC_LIB + " { global: nvrtc*; zl_nvrtc_forwarder; local: *; };\n")
-    _run(cc + common + ["-fvisibility=hidden"] + defs + [os.path.join(src, NVRTC_SOURCE), os.path.join(src, FRONT_FIND), "-o", lib,
-                                                       f"-Wl,--version-script={script}", f"-Wl,-soname,{NVRTC_LIB}",
-                                                       "-ldl"])
+    _run(cc + common + ["-fvisibility=hidden"] + defs + [os.path.join(src, NVRTC_SOURCE), os.path.join(src, FRONT_FIND),
+                                                       "-o", lib, f"-Wl,--version-script={script}",
+                                                       f"-Wl,-soname,{NVRTC_LIB}", "-ldl"])
     os.replace(lib, os.path.join(out_dir, NVRTC_LIB))
     tmp_link = os.path.join(tmp, "libnvrtc.so")
     os.symlink(NVRTC_LIB, tmp_link)

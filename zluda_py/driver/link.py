@@ -21,8 +21,7 @@ INPUT_CUBIN, INPUT_PTX, INPUT_FATBINARY, INPUT_OBJECT, INPUT_LIBRARY, INPUT_NVVM
 class LinkState:
     def __init__(self, options: int, values: int, count: int):
         self.jit = jit.Options(options, values, count).check()
-        self.inputs: list = []
-        self.names: list = []      # each input's name, for the linker's messages
+        self.inputs: list = []     # (name, PTX text) of each input
         self.blob = None           # cffi buffer handed out by cuLinkComplete (lives until destroy)
         handles.new(self)
 
@@ -63,8 +62,7 @@ def _check_input(text: str, device: int, name: str) -> None:
 
 def _add(state: LinkState, kind: int, data: bytes, name: str) -> None:
     try:
-        state.inputs.append(_ptx_of(kind, data, name))
-        state.names.append(name)
+        state.inputs.append((name, _ptx_of(kind, data, name)))
     except CudaError as e:
         state.jit.write_logs(error=jit.error_log(e))
         raise
@@ -112,13 +110,13 @@ def link_complete(hstate, cubin_out, size_out):
     if not state.inputs:
         raise CudaError(CUDA_ERROR_INVALID_IMAGE, "nothing was added to the link")
     import ptx
-    missing = undefined_calls(list(zip(state.names, state.inputs)), ptx.external_functions())
+    missing = undefined_calls(state.inputs, ptx.external_functions())
     if missing:
         # nvlink's wording; NVIDIA's driver answers CUDA_ERROR_INVALID_SOURCE (seen on an H100, driver 580)
         log = "\n".join(f"error   : Undefined reference to '{f}' in '{where}'" for f, where in missing)
         state.jit.write_logs(error=log)
         raise CudaError(CUDA_ERROR_INVALID_SOURCE, log.replace("\n", "; "))
-    text = merge_ptx(state.inputs)
+    text = merge_ptx([t for _, t in state.inputs])
     max_regs = state.jit.max_registers()
     if max_regs:
         text = with_max_registers(text, max_regs)
