@@ -531,7 +531,9 @@ static void *worker_main(void *arg)
         CUresult r = which ? launch_step(0, w->p[1], k, 1) : launch_step(s, w->p[0], k, 0);
         w->failures += r != CUDA_SUCCESS;
         for (int t = 0; t < N; t++) w->want[which][t] = w->want[which][t] * 3 + k;
-        if (i % 37 == 0)
+        /* i = 0 and 1 are each stream's first launch (Python's): waiting for them leaves no Python work on the
+           stream, which would send the next launch to Python too, and that one the next, as long as Python lags */
+        if (i % 37 == 0 || i == 1)
             w->failures += (which ? cuStreamSynchronize_ptsz(0) : cuStreamSynchronize(s)) != CUDA_SUCCESS;
     }
     w->failures += cuStreamSynchronize(s) != CUDA_SUCCESS;
@@ -563,6 +565,11 @@ static void run_threads(int main_launches)
             OK(cuMemsetD32(w[i].p[b], (uint32_t)(i * 2 + b), N));
             for (int t = 0; t < N; t++) w[i].want[b][t] = (uint32_t)(i * 2 + b);
         }
+    }
+    /* the fills are legacy-stream work (asynchronous, as on a GPU): until it has run, a blocking stream's
+       launch has a legacy wait to make and is Python's, and so are the launches queued behind that one */
+    OK(cuCtxSynchronize());
+    for (int i = 0; i < T; i++) {
         CHECK(pthread_create(&th[i], NULL, worker_main, &w[i]) == 0);
     }
     for (int i = 0; i < 300 * main_launches; i++) {
