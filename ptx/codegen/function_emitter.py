@@ -567,7 +567,9 @@ class FunctionEmitter(SpecialRegisters):
         k = len(self.sync_sites) + 1
         cont = f.new_label(f"resume{k}.cont")
         setup(k)
-        f.term(f"br label %save.{k}")
+        # a lockstep yield (cpu/lockstep.py) is where region loops split; the resumable thread only resumes there
+        yields = self.mode == "sync" and "yield" in self.cur_ins.mods
+        f.term(f"br label %{cont if yields else f'save.{k}'}")
         self.sync_sites.append((k, status, cont, after, self.cur_index))
         f.label(cont)
 

@@ -12,6 +12,8 @@ from ptx.codegen import ptxtypes as T
 from ptx.codegen import function_emitter as FE
 from ptx.codegen.function_emitter import FunctionEmitter
 from ptx.codegen.cpu.thread_loops import THREAD_START, emit_thread_loops
+from ptx.codegen.cpu.lockstep import lowest_waiting, soft_dispatch, with_yields
+from ptx.codegen.cpu import affine, lockstep
 from ptx.codegen.reserved_smem import reserve_smem
 from ptx.errors import PTXSemanticError, PTXUnsupportedError
 from ptx.passes.flatten_scopes import flatten_function
@@ -100,6 +102,7 @@ class ModuleContext:
         self.fma_contract = fma_contract
         self.memcheck = memcheck      # check every access (ptx/codegen/memcheck.py)
         self.version_guards = version_guards  # guard-free copies of guarded bodies (cpu/thread_loops.py)
+        self.lockstep = lockstep.ENABLED    # loops one iteration at a time for all threads (cpu/lockstep.py)
         self.declarations = set()
         self.helpers = {}            # name -> IR text of helper functions
         self.global_syms = {}        # ptx name -> (llvm name, size)
@@ -367,19 +370,29 @@ def emit_kernel(func: A.Function, flat, mctx: ModuleContext, has_sync: bool, out
     sym = llvm_name("k", func.name)
     fallback_slot = None
     warp_ops = False
-    if not has_sync:
+    lock = None if has_sync or not mctx.lockstep else _emit_lockstep_kernel(func, flat, mctx, sym)
+    if lock:
+        region_fns, frame_bytes, local_bytes = lock
+        out_funcs.extend(region_fns)
+    elif not has_sync:
         text, local_bytes = _emit_fast_kernel(func, flat, mctx, sym)
         frame_bytes = 0
         out_funcs.append(text)
     else:
-        text, frame_bytes, local_bytes, sync_sites, sync_em = _emit_sync_thread(func, flat, mctx)
-        out_funcs.append(text)
         syncs = [st for st in flat.body if isinstance(st, A.Instruction) and sync_kind(st)]
         has_red = any(st.opcode in ("bar", "barrier") and "red" in st.mods for st in syncs)
         warp_ops = any(sync_kind(st) == "warp" for st in syncs)
         barrier_only = not warp_ops and not has_red
-        region = not has_red and _emit_region_kernel(func, flat, mctx, sym, frame_bytes, sync_em,
-                                                     warp=warp_ops)
+        soft = with_yields(flat) if mctx.lockstep and barrier_only else None
+        region = None
+        if soft is not None:
+            text, frame_bytes, local_bytes, sync_sites, sync_em = _emit_sync_thread(func, soft, mctx)
+            region = _emit_region_kernel(func, soft, mctx, sym, frame_bytes, sync_em, soft=True)
+        if not region:
+            text, frame_bytes, local_bytes, sync_sites, sync_em = _emit_sync_thread(func, flat, mctx)
+            region = not has_red and _emit_region_kernel(func, flat, mctx, sym, frame_bytes, sync_em,
+                                                         warp=warp_ops)
+        out_funcs.append(text)
         if region:
             # The resumable thread now only serves the rare fallback, which goes to a module of its
             # own, compiled on first use (ptx.host): about half the compile time of such a kernel.
@@ -408,6 +421,20 @@ def emit_kernel(func: A.Function, flat, mctx: ModuleContext, has_sync: bool, out
                       frame_bytes, has_sync, func.directives.get("maxntid"),
                       func.directives.get("reqntid"), [p.type.name for p in func.params], shared_reserve,
                       fallback_slot=fallback_slot, warp_regions=bool(fallback_slot) and warp_ops)
+
+
+def _emit_lockstep_kernel(func, flat, mctx, sym):
+    """A barrier-free kernel with loops as region loops split at yields (cpu/lockstep.py): (functions, frame
+    bytes, local bytes), or None. There is no fallback: every site is a yield, nothing for threads to disagree on."""
+    soft = with_yields(flat)
+    if soft is None:
+        return None
+    _, frame_bytes, local_bytes, _, sync_em = _emit_sync_thread(func, soft, mctx)
+    region = _emit_region_kernel(func, soft, mctx, sym, frame_bytes, sync_em, soft=True)
+    if not region:
+        return None
+    region_fns, _, frame_bytes = region
+    return region_fns, 2 * frame_bytes, local_bytes     # the block function's SoA slots start after n frames
 
 
 def _emit_fast_kernel(func, flat, mctx, sym):
@@ -1273,12 +1300,16 @@ def _constant_registers(flat, remat, regs):
     return out
 
 
-def _emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False, consts=None):
+def _emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False, consts=None, soft=False,
+                    masked=False, uniform=None):
     """Region k (0: the kernel's start, else: after sync site k) as one loop over the block's
     threads; returns the next region all threads agree on, 0 when all exited, -1 when they disagree.
     A barrier stores only the live registers this region may have written: the others still hold
     the value restored at its start, which is in their slot already. warp: the kernel also splits
-    at shfl/vote (see _emit_region_kernel); the loops run the live range in %rng."""
+    at shfl/vote (see _emit_region_kernel); the loops run the live range in %rng. soft: every thread records its
+    next site (the block function picks the next region itself where they disagree); masked: only the threads
+    waiting at site k run, the others keep their site. uniform: [(register, type, slopes)] that it recomputes from
+    their uniform part (at %uni, checked by cpu/affine.uniform_check) and %tid instead of loading their slots."""
     from ptx.passes.liveness import defs_uses
     consts = consts or {}
     em = FunctionEmitter(mctx, flat, "region")
@@ -1304,12 +1335,19 @@ def _emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False,
     # runtime overlap check against the SoA area. Nor is there anything to track then.
     exits = _region_exits(flat.body, reach, start_idx)
     outs = [site[0] for site in sync_em.sync_sites if site[4] in reach] + ([0] if exits else [])
-    record = len(outs) > 1
+    record = len(outs) > 1 or soft
     acc = _range_loops(f, bx, by, warp, track=record)
     f.emit("%t = zext i32 %lin to i64")
     f.emit("%sitep = getelementptr i32, ptr %soa, i64 %t")
     mark = len(f.lines)
-    f.term(f"br label %{'start' if k == 0 else f'restore.{k}'}")
+    if masked:
+        f.emit("%waits = load i32, ptr %sitep")
+        f.emit(f"%runs = icmp eq i32 %waits, {k}")
+        f.term(f"br i1 %runs, label %restore.{k}, label %skip")
+        f.label("skip")
+        f.term("br label %tx.latch")
+    else:
+        f.term(f"br label %{'start' if k == 0 else f'restore.{k}'}")
     f.label("start")
     # Only what this region can run: the rest of the body would be dead code that we would
     # translate, LLVM would parse and then delete, once per region. Every barrier is still
@@ -1336,6 +1374,8 @@ def _emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False,
     if k:
         # what the collective this region starts after writes (its `after`, in the restore below)
         writes |= defs_uses(flat.body[sync_em.sync_sites[k - 1][4]], em.is_register)[0]
+
+    affine_regs = {name: (j, slopes) for j, (name, _, slopes) in enumerate(uniform or ())}
 
     def hslot(off, ty):
         a = f.op(f"mul i64 %n64, {off}")
@@ -1375,7 +1415,11 @@ def _emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False,
             for name, ty, ptr in keep:
                 if name in remat:
                     continue
-                v = f.op(f"load {ty}, ptr {slot(name, ty)}")
+                if name in affine_regs:
+                    j, slopes = affine_regs[name]
+                    v = affine.recompute(f, ty, slopes, f"%uv.{j}")
+                else:
+                    v = f.op(f"load {ty}, ptr {slot(name, ty)}")
                 f.emit(f"store {ty} {v}, ptr {ptr}")
             need = [n for n, _, _ in keep if n in remat]
             if status == FE.ST_WARP:
@@ -1391,7 +1435,8 @@ def _emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False,
                     after()
             f.term(f"br label %{cont}")
     f.label("tx.latch")
-    arrivals = ", ".join([f"[ {j}, %save.{j} ]" for j, *_ in em.sync_sites] + ["[ 0, %thread.exit ]"])
+    arrivals = ", ".join([f"[ {j}, %save.{j} ]" for j, *_ in em.sync_sites] + ["[ 0, %thread.exit ]"] +
+                         (["[ %waits, %skip ]"] if masked else []))
     f.emit(f"%site = phi i32 {arrivals}")
     f.emit("%live = icmp ne i32 %site, 0")
     f.emit("%site.k = select i1 %live, i32 %site, i32 -1")
@@ -1403,15 +1448,18 @@ def _emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False,
     if warp:
         after_entry += ["  %lo = load i32, ptr %rng", "  %hip = getelementptr i32, ptr %rng, i64 1",
                         "  %hi = load i32, ptr %hip"]
+    for j, (_, ty, _) in enumerate(uniform or ()):
+        after_entry += [f"  %uvp.{j} = getelementptr i8, ptr %uni, i64 {8 * j}", f"  %uv.{j} = load {ty}, ptr %uvp.{j}"]
     after_entry.append("  br label %tz.head")
     # noinline: inlined into the block function, every region would be optimized a second time
     # there; a call per region per block costs nothing beside a loop over the block's threads
-    header = (f'define internal i32 @"r{k}.{func.name}"(ptr %L, ptr %W, ptr %soa, i32 %ctaid.x, '
-              f'i32 %ctaid.y, i32 %ctaid.z{", ptr %rng" if warp else ""}) noinline {{')
+    kind = "m" if masked else "u" if uniform else ""
+    header = (f'define internal i32 @"r{kind}{k}.{func.name}"(ptr %L, ptr %W, ptr %soa, i32 %ctaid.x, '
+              f'i32 %ctaid.y, i32 %ctaid.z{", ptr %rng" if warp else ""}{", ptr %uni" if uniform else ""}) noinline {{')
     return _assemble(header, em, after_entry, f.lines, [])
 
 
-def _emit_region_kernel(func, flat, mctx, sym, fb, sync_em, warp=False):
+def _emit_region_kernel(func, flat, mctx, sym, fb, sync_em, warp=False, soft=False):
     """Every region between barriers as one loop over the block's threads, the body inlined, the
     values live across a barrier in struct-of-arrays slots (slot of register r for thread t at
     soa + off(r) * n + t * size(r), off(r) its offset in the resumable thread's frame), so LLVM
@@ -1422,7 +1470,9 @@ def _emit_region_kernel(func, flat, mctx, sym, fb, sync_em, warp=False):
     exchange slots (_X_*); the next one starts by evaluating the collective for each thread from its
     warp's slots (lanes: linear thread id % 32). Threads that exit leave the block's live range
     [lo, hi) (%rng); if the live threads stop being one range, or disagree on the next collective or
-    barrier, the general warp scheduler (warp_scheduler.c) finishes the block from where they are."""
+    barrier, the general warp scheduler (warp_scheduler.c) finishes the block from where they are.
+    soft: some sites are cpu/lockstep.py's yields at loop headers, which the threads need not agree on: where they
+    disagree, the block runs a yield some of them wait at, for those threads only (see soft_text below)."""
     if not _region_ready(func, flat, sync_em, warp):
         return None
     if warp:
@@ -1444,11 +1494,28 @@ def _emit_region_kernel(func, flat, mctx, sym, fb, sync_em, warp=False):
     remat = _rematerializable(flat.body, sync_em.is_register)
     region_fns = []
     consts = _constant_registers(flat, remat, sync_em.regs)
+    yields = {site[0] for site in sync_em.sync_sites if "yield" in flat.body[site[4]].mods}
+    # per yield: the registers it carries that may be affine in %tid (checked before the region relies on it)
+    uniform = {}
+    for k, *_, idx in sync_em.sync_sites:
+        if k in yields:
+            types = {name: sync_em.regs[name][0] for name in sync_em.reg_off if name in sync_em.regs}
+            cands = affine.candidates(flat, sync_em.is_register, live[idx], types, set(remat) | set(consts))
+            if cands:
+                uniform[k] = cands
+                region_fns.append(affine.uniform_check(f"uc{k}.{func.name}", cands, sync_em.reg_off))
     for k in range(len(sync_em.sync_sites) + 1):
-        text = _emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp, consts)
-        if text is None:
-            return None
-        region_fns.append(text)
+        # a yield: all threads (that carry affine registers: once checked), those that wait there (or all, when
+        # the check fails)
+        variants = [(False, None), (True, None)] if k in yields else [(False, None)]
+        if k in uniform:
+            variants[0] = (False, uniform[k])
+        for masked, uni in variants:
+            text = _emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp, consts, soft, masked,
+                                   uni)
+            if text is None:
+                return None
+            region_fns.append(text)
     reg_off = sync_em.reg_off
 
     # SoA slots -> the resumable threads' frames (resume point, done flag, registers)
@@ -1508,11 +1575,24 @@ out:
                 f"  %xdp.{{0}} = getelementptr i8, ptr %soa, i64 %xd.{{0}}\n  %xn.{{0}} = shl i64 %n64, 2\n"
                 f"  call void @llvm.memcpy.p0.p0.i64(ptr %xdp.{{0}}, ptr %xsp.{{0}}, i64 %xn.{{0}}, i1 false)\n")
     reg_blocks = "".join(f"reg.{k}:\n{ballot if k in votes else ''}{copy.format(k, sync_em.x_slots.get(k)) if k in shfls else ''}"
-                         f"  %r{k} = {call.format(func.name, k)}\n  br label %disp\n" for k in sites)
-    incoming = ", ".join(["[ %r0, %head ]"] + [f"[ %r{k}, %reg.{k} ]" for k in sites])
+                         f"  %r{k} = {call.format(func.name, k)}\n  br label %disp\n" for k in sites if k not in uniform)
+    if soft:
+        ublocks, incoming, phis, soft_text = soft_dispatch(func.name, call, sites, yields, uniform)
+        reg_blocks += ublocks
+    else:
+        incoming, phis = ", ".join(["[ %r0, %head ]"] + [f"[ %r{k}, %reg.{k} ]" for k in sites]), ""
     cases = " ".join(["i32 0, label %next"] + [f"i32 {k}, label %reg.{k}" for k in sites])
     range_init = ""
-    rng_alloca = ""
+    rng_alloca = f"  %uni = alloca [{affine.MAX_CANDIDATES} x i64], align 8\n" if uniform else ""
+    real = len(yields) < len(sites)
+    fallback_text = f"""{'realfb' if soft else 'fallback'}:
+  %fbf = load atomic ptr, ptr @"fbp.{func.name}" monotonic, align 8
+  %g = call i32 %fbf(ptr %L, i64 %b, ptr %W, ptr %scratch, ptr %soa, i64 %n64)
+  %gok = icmp eq i32 %g, 0
+  br i1 %gok, label %next, label %gfail
+gfail:
+  ret i32 %g
+"""
     if warp:
         rng_alloca = "  %rng = alloca [2 x i32], align 8\n"
         range_init = ("  store i32 0, ptr %rng\n  %rhi = getelementptr i32, ptr %rng, i64 1\n"
@@ -1534,18 +1614,11 @@ head:
   br label %disp
 {reg_blocks}disp:
   %s = phi i32 {incoming}
-  switch i32 %s, label %other [ {cases} ]
+{phis}  switch i32 %s, label %other [ {cases} ]
 other:
   %diverged = icmp eq i32 %s, -1
   br i1 %diverged, label %fallback, label %fail
-fallback:
-  %fbf = load atomic ptr, ptr @"fbp.{func.name}" monotonic, align 8
-  %g = call i32 %fbf(ptr %L, i64 %b, ptr %W, ptr %scratch, ptr %soa, i64 %n64)
-  %gok = icmp eq i32 %g, 0
-  br i1 %gok, label %next, label %gfail
-gfail:
-  ret i32 %g
-fail:
+{soft_text + (fallback_text if real else "") if soft else fallback_text}fail:
   %code = sub i32 %s, {FE.ST_ABORT_BASE}
   ret i32 %code
 next:
@@ -1557,6 +1630,10 @@ done:
 }}"""
     slot = f'@"fbp.{func.name}" = global ptr null, align 8'
     extra = [_BALLOT_FN.format(name=func.name, pred=FE.FH_PRED_IN, out=_X_BALLOT)] if votes else []
+    if soft:
+        extra.append(lowest_waiting(func.name, yields, len(sites)))
+        if not real:
+            slot = ""
     return region_fns + extra + [slot, block_fn], "\n".join(tables + [convert_fn]), fb
 
 

@@ -19,9 +19,11 @@ SPIN_ORDERS = frozenset({"acquire", "volatile", "relaxed", "sc"})
 
 
 def _is_spin_read(st):
-    if not isinstance(st, A.Instruction):
+    """A read that may see another block's write: shared memory is the block's own (its threads run one at a
+    time, or in lockstep at loop headers, where a yield to other blocks frees nothing), and `red` reads nothing."""
+    if not isinstance(st, A.Instruction) or "shared" in st.mods:
         return False
-    if st.opcode in ("atom", "red"):
+    if st.opcode == "atom":
         return True
     return st.opcode in ("ld", "ldu") and bool(SPIN_ORDERS & set(st.mods))
 

@@ -1,0 +1,123 @@
+"""Lockstep loops for barrier-free kernels: each loop header becomes a yield point, so the block's threads run a
+loop one iteration at a time, all of them together, as the region loops between barriers do (issue 14)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ptx import ast as A
+from ptx.passes.sync_points import sync_kind
+
+# Run one thread at a time, a grid-stride loop walks the whole input once per thread with the grid's stride (each
+# cache line is fetched again by every thread that shares it), and a thread loop with a loop inside it is not
+# vectorised. As a region loop, an iteration runs for every thread before the next one: consecutive threads touch
+# consecutive addresses, as on a GPU, and each region is a loop over the threads that LLVM vectorises.
+MAX_SOFT_SITES = 8
+ENABLED = True          # tests compare with the thread-at-a-time code
+
+
+def loop_headers(body) -> list:
+    """Indices of the labels a branch goes back to (the headers of the body's loops) whose loop has no sync point
+    (a loop with a barrier already runs an iteration at a time), in body order."""
+    labels = {st.name: i for i, st in enumerate(body) if isinstance(st, A.Label)}
+    syncs = [i for i, st in enumerate(body) if isinstance(st, A.Instruction) and sync_kind(st)]
+    heads, spans = set(), {}
+    for i, st in enumerate(body):
+        if isinstance(st, A.Instruction) and st.opcode == "bra" and st.operands:
+            j = labels.get(getattr(st.operands[0], "name", None))
+            if j is not None and j <= i:
+                spans[j] = max(spans.get(j, i), i)
+    for j, end in spans.items():
+        if not any(j <= s <= end for s in syncs):
+            heads.add(j)
+    return sorted(heads)
+
+
+def with_yields(flat):
+    """A copy of `flat` with a yield (`bar.sync.yield 0`: a barrier to the region loops, nothing to the resumable
+    thread) after each loop header, or None when it has no such loop or too many. The threads need not agree at
+    a yield: the block function runs one that some wait at, for those threads only (host_module's soft region
+    kernels), which is one of the orders independent threads may run in."""
+    heads = loop_headers(flat.body)
+    if not heads or len(heads) > MAX_SOFT_SITES:
+        return None
+    if any(isinstance(st, A.Instruction) and st.opcode == "brx" for st in flat.body):
+        return None
+    body = []
+    at = set(heads)
+    for i, st in enumerate(flat.body):
+        body.append(st)
+        if i in at:
+            body.append(A.Instruction("bar", ("sync", "yield"), [A.Imm(0)], pos=st.pos))
+    return dataclasses.replace(flat, body=body)
+
+
+def lowest_waiting(name: str, yields, nsites: int) -> str:
+    """The block function's helper: the first yield after `ran` (0: the first of all) that a thread of the block
+    waits at (each thread's site word at soa[t]), else the first one, 0 when no thread waits at one."""
+    table = ", ".join(f"i8 {int(k in yields)}" for k in range(nsites + 1))
+    return f"""@"ly.{name}" = internal constant [{nsites + 1} x i8] [{table}]
+define internal i32 @"lw.{name}"(ptr %soa, i64 %n64, i32 %ran) noinline {{
+entry:
+  br label %loop
+loop:
+  %t = phi i64 [ 0, %entry ], [ %t.next, %loop ]
+  %m = phi i32 [ -1, %entry ], [ %m.next, %loop ]
+  %a = phi i32 [ -1, %entry ], [ %a.next, %loop ]
+  %p = getelementptr i32, ptr %soa, i64 %t
+  %s = load i32, ptr %p
+  %s64 = zext i32 %s to i64
+  %yp = getelementptr [{nsites + 1} x i8], ptr @"ly.{name}", i64 0, i64 %s64
+  %y = load i8, ptr %yp
+  %isy = icmp ne i8 %y, 0
+  %s1 = add i32 %s, -1
+  %c = select i1 %isy, i32 %s1, i32 -1
+  %m.next = call i32 @llvm.umin.i32(i32 %m, i32 %c)
+  %later = icmp ugt i32 %s, %ran
+  %ca = select i1 %later, i32 %c, i32 -1
+  %a.next = call i32 @llvm.umin.i32(i32 %a, i32 %ca)
+  %t.next = add nuw i64 %t, 1
+  %more = icmp ult i64 %t.next, %n64
+  br i1 %more, label %loop, label %out
+out:
+  %none = icmp eq i32 %a.next, -1
+  %pick = select i1 %none, i32 %m.next, i32 %a.next
+  %r = add i32 %pick, 1
+  ret i32 %r
+}}"""
+
+
+def soft_dispatch(name: str, call: str, sites, yields, uniform):
+    """The block function's part for a kernel with yields (host_module._emit_region_kernel): (the blocks of the
+    yields that carry affine registers, the incoming values of its %s phi, its %ran and %turn phis, and the
+    block `fallback` where threads disagree). call: the call of region {1} of kernel {0}, as host_module formats
+    it; sites: every site's number; uniform: {yield: affine candidates}."""
+    masked = call.replace('@"r{1}', '@"rm{1}')
+    checked = call.replace('@"r{1}', '@"ru{1}')[:-1] + ", ptr %uni)"
+    # all threads at a yield whose carried registers may be affine in %tid: checked, then the region that
+    # recomputes them (or, when they are not, the masked one, which runs them all)
+    blocks = "".join(
+        f'reg.{k}:\n  %uok.{k} = call i32 @"uc{k}.{name}"(ptr %soa, i64 %n64, i32 %bx, i32 %by, i32 %bz, '
+        f'ptr %uni)\n  %uyes.{k} = icmp ne i32 %uok.{k}, 0\n  br i1 %uyes.{k}, label %ureg.{k}, label %greg.{k}\n'
+        f"ureg.{k}:\n  %u{k} = {checked.format(name, k)}\n  br label %disp\n"
+        f"greg.{k}:\n  %r{k} = {masked.format(name, k)}\n  br label %disp\n" for k in sorted(uniform))
+    ends = [(k, f"%r{k}", f"reg.{k}") for k in sites if k not in uniform]
+    ends += [(k, v, b) for k in sorted(uniform) for v, b in ((f"%r{k}", f"greg.{k}"), (f"%u{k}", f"ureg.{k}"))]
+    ends += [(k, f"%m{k}", f"mreg.{k}") for k in sorted(yields)]
+    incoming = ", ".join(["[ %r0, %head ]"] + [f"[ {v}, %{b} ]" for _, v, b in ends])
+    ran = ", ".join(["[ 0, %head ]"] + [f"[ {k}, %{b} ]" for k, _, b in ends])
+    turn = ", ".join(["[ 0, %head ]"] + [f"[ %turn{'.n' if b.startswith('mreg') else ''}, %{b} ]"
+                                         for _, _, b in ends])
+    phis = f"  %ran = phi i32 {ran}\n  %turn = phi i32 {turn}\n"
+    # threads disagree: the first yield some wait at (the threads behind it catch up), for those threads only;
+    # every 64th time the first after the yield that ran last, so that a thread spinning until another one
+    # writes lets it run; none (all at barriers or exited): the general scheduler (realfb)
+    real = len(yields) < len(sites)
+    disagree = "".join(
+        ["fallback:\n  %turn.n = add i32 %turn, 1\n  %rr.m = and i32 %turn.n, 63\n  %rr = icmp eq i32 %rr.m, 0\n"
+         "  %after = select i1 %rr, i32 %ran, i32 0\n"
+         f'  %low = call i32 @"lw.{name}"(ptr %soa, i64 %n64, i32 %after)\n'
+         f'  switch i32 %low, label %{"realfb" if real else "next"} '
+         f'[ {" ".join(f"i32 {k}, label %mreg.{k}" for k in sorted(yields))} ]\n'] +
+        [f"mreg.{k}:\n  %m{k} = {masked.format(name, k)}\n  br label %disp\n" for k in sorted(yields)])
+    return blocks, incoming, phis, disagree

@@ -1,0 +1,886 @@
+"""Loops run in lockstep (ptx/codegen/cpu/lockstep.py): a yield at each loop header without a barrier makes the
+block's threads run a loop one iteration at a time, all together, as region loops; the registers a yield carries that
+are affine in %tid are recomputed once checked (cpu/affine.py). Grid-stride loops (1-D: affine; 3-D blocks: not),
+loops whose trip count differs per thread (all-on, partial and all-off passes, threads entering a loop at different
+times, so the affine check fails), nested loops, a k loop over strength-reduced pointers, barriers around yields with
+shared-memory atomics, and a thread spinning on a flag another thread of its block sets after a loop (thread at a
+time, it would never finish). Each against numpy with fresh random inputs, poisoned outputs, every element checked,
+and against the thread-at-a-time code."""
+
+import numpy as np
+import pytest
+
+import ptx
+from ptx.codegen.cpu import lockstep
+
+# nvcc -arch=compute_86 -ptx -fmad=false (CUDA 13.0) of:
+# extern "C" __global__ void grid_stride(const float *x, float *y, float a, int n) {
+#     unsigned t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+#     unsigned nt = blockDim.x * blockDim.y * blockDim.z;
+#     for (int i = blockIdx.x * nt + t; i < n; i += nt * gridDim.x)
+#         y[i] = a * x[i] + y[i];
+# }
+#
+# extern "C" __global__ void saxpy(const float *x, float *y, float a, int n) {
+#     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x)
+#         y[i] = a * x[i] + y[i];
+# }
+#
+# extern "C" __global__ void divergent(const int *cnt, const int *x, int *out, int n) {
+#     unsigned g = blockIdx.x * blockDim.x + threadIdx.x;
+#     int acc = (int)g;
+#     int c = cnt[g % n];
+#     for (int j = 0; j < c; j++) {
+#         acc = acc * 3 + (j ^ (int)g);
+#         for (int k = 0; k < (j & 3); k++) acc += k * 5 + 1;
+#     }
+#     for (int i = g; i < n; i += blockDim.x * gridDim.x) acc ^= x[i] + i;
+#     out[g] = acc;
+# }
+#
+# extern "C" __global__ void naive_mm(const float *A, const float *B, float *C, int M, int N, int K) {
+#     int row = blockIdx.y * blockDim.y + threadIdx.y, col = blockIdx.x * blockDim.x + threadIdx.x;
+#     if (row >= M || col >= N) return;
+#     float s = 0.0f;
+#     for (int k = 0; k < K; k++) s += A[row * K + k] * B[k * N + col];
+#     C[row * N + col] = s;
+# }
+#
+# extern "C" __global__ void histogram(const unsigned char *data, int n, unsigned *hist) {
+#     __shared__ unsigned s[256];
+#     for (unsigned b = threadIdx.x; b < 256; b += blockDim.x) s[b] = 0;
+#     __syncthreads();
+#     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x)
+#         atomicAdd(&s[data[i]], 1u);
+#     __syncthreads();
+#     for (unsigned b = threadIdx.x; b < 256; b += blockDim.x) atomicAdd(&hist[b], s[b]);
+# }
+#
+# extern "C" __global__ void spin(int rounds, int *out) {
+#     __shared__ volatile int flag;
+#     __shared__ volatile int partial;
+#     if (threadIdx.x == 0) { flag = 0; partial = 0; }
+#     __syncthreads();
+#     if (threadIdx.x == 0) {
+#         while (flag == 0) {}
+#         out[blockIdx.x] = partial;
+#     } else if (threadIdx.x == 1) {
+#         int acc = 0;
+#         for (int r = 0; r < rounds; r++) acc += r * 7 + blockIdx.x;
+#         partial = acc;
+#         flag = 1;
+#     }
+# }
+#
+# extern "C" __global__ void reentry(const int *cnt, const int *x, int *out, int n) {
+#     unsigned g = blockIdx.x * blockDim.x + threadIdx.x;
+#     unsigned stride = blockDim.x * gridDim.x;
+#     unsigned i = g;
+#     int acc = 0;
+#     int c = cnt[g];
+# #pragma unroll 1
+#     for (int j = 0; j < 4; j++) {
+# #pragma unroll 1
+#         for (int k = 0; k < c; k++) i += stride;
+#         acc = acc * 5 + x[i % n];
+#     }
+#     out[g] = acc;
+# }
+PTX = r"""
+.version 9.0
+.target sm_86
+.address_size 64
+
+	// .globl	grid_stride
+
+.visible .entry grid_stride(
+	.param .u64 grid_stride_param_0,
+	.param .u64 grid_stride_param_1,
+	.param .f32 grid_stride_param_2,
+	.param .u32 grid_stride_param_3
+)
+{
+	.reg .pred 	%p<3>;
+	.reg .f32 	%f<6>;
+	.reg .b32 	%r<19>;
+	.reg .b64 	%rd<8>;
+
+
+	ld.param.u64 	%rd3, [grid_stride_param_0];
+	ld.param.u64 	%rd4, [grid_stride_param_1];
+	ld.param.f32 	%f1, [grid_stride_param_2];
+	ld.param.u32 	%r6, [grid_stride_param_3];
+	mov.u32 	%r7, %tid.z;
+	mov.u32 	%r8, %ntid.y;
+	mov.u32 	%r9, %tid.y;
+	mad.lo.s32 	%r10, %r8, %r7, %r9;
+	mov.u32 	%r11, %ntid.x;
+	mov.u32 	%r12, %tid.x;
+	mad.lo.s32 	%r13, %r10, %r11, %r12;
+	mul.lo.s32 	%r14, %r11, %r8;
+	mov.u32 	%r15, %ntid.z;
+	mul.lo.s32 	%r1, %r14, %r15;
+	mov.u32 	%r16, %ctaid.x;
+	mad.lo.s32 	%r18, %r1, %r16, %r13;
+	setp.ge.s32 	%p1, %r18, %r6;
+	@%p1 bra 	$L__BB0_3;
+
+	mov.u32 	%r17, %nctaid.x;
+	mul.lo.s32 	%r3, %r1, %r17;
+	cvta.to.global.u64 	%rd1, %rd3;
+	cvta.to.global.u64 	%rd2, %rd4;
+
+$L__BB0_2:
+	mul.wide.s32 	%rd5, %r18, 4;
+	add.s64 	%rd6, %rd1, %rd5;
+	ld.global.f32 	%f2, [%rd6];
+	mul.rn.f32 	%f3, %f2, %f1;
+	add.s64 	%rd7, %rd2, %rd5;
+	ld.global.f32 	%f4, [%rd7];
+	add.rn.f32 	%f5, %f3, %f4;
+	st.global.f32 	[%rd7], %f5;
+	add.s32 	%r18, %r18, %r3;
+	setp.lt.s32 	%p2, %r18, %r6;
+	@%p2 bra 	$L__BB0_2;
+
+$L__BB0_3:
+	ret;
+
+}
+	// .globl	saxpy
+.visible .entry saxpy(
+	.param .u64 saxpy_param_0,
+	.param .u64 saxpy_param_1,
+	.param .f32 saxpy_param_2,
+	.param .u32 saxpy_param_3
+)
+{
+	.reg .pred 	%p<3>;
+	.reg .f32 	%f<6>;
+	.reg .b32 	%r<11>;
+	.reg .b64 	%rd<8>;
+
+
+	ld.param.u64 	%rd3, [saxpy_param_0];
+	ld.param.u64 	%rd4, [saxpy_param_1];
+	ld.param.f32 	%f1, [saxpy_param_2];
+	ld.param.u32 	%r6, [saxpy_param_3];
+	mov.u32 	%r1, %ntid.x;
+	mov.u32 	%r7, %ctaid.x;
+	mov.u32 	%r8, %tid.x;
+	mad.lo.s32 	%r10, %r7, %r1, %r8;
+	setp.ge.s32 	%p1, %r10, %r6;
+	@%p1 bra 	$L__BB1_3;
+
+	mov.u32 	%r9, %nctaid.x;
+	mul.lo.s32 	%r3, %r1, %r9;
+	cvta.to.global.u64 	%rd1, %rd3;
+	cvta.to.global.u64 	%rd2, %rd4;
+
+$L__BB1_2:
+	mul.wide.s32 	%rd5, %r10, 4;
+	add.s64 	%rd6, %rd1, %rd5;
+	ld.global.f32 	%f2, [%rd6];
+	mul.rn.f32 	%f3, %f2, %f1;
+	add.s64 	%rd7, %rd2, %rd5;
+	ld.global.f32 	%f4, [%rd7];
+	add.rn.f32 	%f5, %f3, %f4;
+	st.global.f32 	[%rd7], %f5;
+	add.s32 	%r10, %r10, %r3;
+	setp.lt.s32 	%p2, %r10, %r6;
+	@%p2 bra 	$L__BB1_2;
+
+$L__BB1_3:
+	ret;
+
+}
+	// .globl	divergent
+.visible .entry divergent(
+	.param .u64 divergent_param_0,
+	.param .u64 divergent_param_1,
+	.param .u64 divergent_param_2,
+	.param .u32 divergent_param_3
+)
+{
+	.reg .pred 	%p<11>;
+	.reg .b16 	%rs<8>;
+	.reg .b32 	%r<70>;
+	.reg .b64 	%rd<13>;
+
+
+	ld.param.u64 	%rd4, [divergent_param_0];
+	ld.param.u64 	%rd2, [divergent_param_1];
+	ld.param.u64 	%rd3, [divergent_param_2];
+	ld.param.u32 	%r31, [divergent_param_3];
+	mov.u32 	%r1, %ntid.x;
+	mov.u32 	%r32, %ctaid.x;
+	mov.u32 	%r33, %tid.x;
+	mad.lo.s32 	%r2, %r32, %r1, %r33;
+	rem.u32 	%r34, %r2, %r31;
+	cvta.to.global.u64 	%rd5, %rd4;
+	mul.wide.u32 	%rd6, %r34, 4;
+	add.s64 	%rd7, %rd5, %rd6;
+	ld.global.u32 	%r3, [%rd7];
+	setp.lt.s32 	%p1, %r3, 1;
+	mov.u32 	%r65, %r2;
+	@%p1 bra 	$L__BB2_11;
+
+	mov.u32 	%r56, 0;
+	mov.u16 	%rs7, 0;
+	mov.u32 	%r65, %r2;
+
+$L__BB2_2:
+	xor.b32  	%r36, %r56, %r2;
+	mad.lo.s32 	%r65, %r65, 3, %r36;
+	and.b32  	%r37, %r56, 3;
+	setp.eq.s32 	%p2, %r37, 0;
+	@%p2 bra 	$L__BB2_10;
+
+	cvt.u32.u16 	%r40, %rs7;
+	and.b32  	%r41, %r40, 3;
+	add.s32 	%r42, %r41, -1;
+	setp.lt.u32 	%p3, %r42, 3;
+	mov.u32 	%r63, 0;
+	@%p3 bra 	$L__BB2_6;
+
+	mov.u32 	%r58, 0;
+	mov.u32 	%r63, %r58;
+	mov.u32 	%r61, %r58;
+
+$L__BB2_5:
+	add.s32 	%r46, %r65, %r58;
+	add.s32 	%r47, %r46, %r58;
+	add.s32 	%r48, %r47, %r58;
+	add.s32 	%r49, %r48, %r58;
+	add.s32 	%r65, %r49, 34;
+	add.s32 	%r63, %r63, 4;
+	add.s32 	%r58, %r58, 20;
+	add.s32 	%r61, %r61, -4;
+	setp.ne.s32 	%p4, %r61, 0;
+	@%p4 bra 	$L__BB2_5;
+
+$L__BB2_6:
+	and.b16  	%rs4, %rs7, 3;
+	setp.eq.s16 	%p5, %rs4, 0;
+	@%p5 bra 	$L__BB2_10;
+
+	mul.lo.s32 	%r18, %r63, 5;
+	add.s32 	%r50, %r65, %r18;
+	add.s32 	%r65, %r50, 1;
+	setp.eq.s16 	%p6, %rs4, 1;
+	@%p6 bra 	$L__BB2_10;
+
+	add.s32 	%r51, %r65, %r18;
+	add.s32 	%r65, %r51, 6;
+	setp.eq.s16 	%p7, %rs4, 2;
+	@%p7 bra 	$L__BB2_10;
+
+	add.s32 	%r52, %r65, %r18;
+	add.s32 	%r65, %r52, 11;
+
+$L__BB2_10:
+	add.s32 	%r56, %r56, 1;
+	setp.lt.s32 	%p8, %r56, %r3;
+	add.s16 	%rs7, %rs7, 1;
+	@%p8 bra 	$L__BB2_2;
+
+$L__BB2_11:
+	setp.ge.s32 	%p9, %r2, %r31;
+	@%p9 bra 	$L__BB2_14;
+
+	mov.u32 	%r53, %nctaid.x;
+	mul.lo.s32 	%r25, %r1, %r53;
+	cvta.to.global.u64 	%rd1, %rd2;
+	mov.u32 	%r67, %r2;
+
+$L__BB2_13:
+	mul.wide.s32 	%rd8, %r67, 4;
+	add.s64 	%rd9, %rd1, %rd8;
+	ld.global.u32 	%r54, [%rd9];
+	add.s32 	%r55, %r54, %r67;
+	xor.b32  	%r65, %r55, %r65;
+	add.s32 	%r67, %r67, %r25;
+	setp.lt.s32 	%p10, %r67, %r31;
+	@%p10 bra 	$L__BB2_13;
+
+$L__BB2_14:
+	cvta.to.global.u64 	%rd10, %rd3;
+	mul.wide.u32 	%rd11, %r2, 4;
+	add.s64 	%rd12, %rd10, %rd11;
+	st.global.u32 	[%rd12], %r65;
+	ret;
+
+}
+	// .globl	naive_mm
+.visible .entry naive_mm(
+	.param .u64 naive_mm_param_0,
+	.param .u64 naive_mm_param_1,
+	.param .u64 naive_mm_param_2,
+	.param .u32 naive_mm_param_3,
+	.param .u32 naive_mm_param_4,
+	.param .u32 naive_mm_param_5
+)
+{
+	.reg .pred 	%p<9>;
+	.reg .f32 	%f<35>;
+	.reg .b32 	%r<32>;
+	.reg .b64 	%rd<34>;
+
+
+	ld.param.u64 	%rd18, [naive_mm_param_0];
+	ld.param.u64 	%rd19, [naive_mm_param_1];
+	ld.param.u64 	%rd17, [naive_mm_param_2];
+	ld.param.u32 	%r14, [naive_mm_param_3];
+	ld.param.u32 	%r12, [naive_mm_param_4];
+	ld.param.u32 	%r13, [naive_mm_param_5];
+	cvta.to.global.u64 	%rd1, %rd19;
+	cvta.to.global.u64 	%rd2, %rd18;
+	mov.u32 	%r15, %ntid.y;
+	mov.u32 	%r16, %ctaid.y;
+	mov.u32 	%r17, %tid.y;
+	mad.lo.s32 	%r1, %r16, %r15, %r17;
+	mov.u32 	%r18, %ntid.x;
+	mov.u32 	%r19, %ctaid.x;
+	mov.u32 	%r20, %tid.x;
+	mad.lo.s32 	%r2, %r19, %r18, %r20;
+	setp.ge.s32 	%p1, %r1, %r14;
+	setp.ge.s32 	%p2, %r2, %r12;
+	or.pred  	%p3, %p1, %p2;
+	@%p3 bra 	$L__BB3_9;
+
+	setp.lt.s32 	%p4, %r13, 1;
+	mov.f32 	%f34, 0f00000000;
+	@%p4 bra 	$L__BB3_8;
+
+	add.s32 	%r22, %r13, -1;
+	and.b32  	%r31, %r13, 3;
+	setp.lt.u32 	%p5, %r22, 3;
+	mov.f32 	%f34, 0f00000000;
+	mov.u32 	%r30, 0;
+	@%p5 bra 	$L__BB3_5;
+
+	sub.s32 	%r29, %r13, %r31;
+	mul.lo.s32 	%r24, %r13, %r1;
+	mul.wide.s32 	%rd3, %r24, 4;
+	mul.wide.s32 	%rd20, %r2, 4;
+	add.s64 	%rd30, %rd1, %rd20;
+	mul.wide.s32 	%rd5, %r12, 4;
+	mov.f32 	%f34, 0f00000000;
+	mov.u32 	%r30, 0;
+	mov.u64 	%rd31, %rd2;
+
+$L__BB3_4:
+	add.s64 	%rd21, %rd31, %rd3;
+	ld.global.f32 	%f12, [%rd30];
+	ld.global.f32 	%f13, [%rd21];
+	mul.rn.f32 	%f14, %f13, %f12;
+	add.rn.f32 	%f15, %f34, %f14;
+	add.s64 	%rd22, %rd30, %rd5;
+	ld.global.f32 	%f16, [%rd22];
+	ld.global.f32 	%f17, [%rd21+4];
+	mul.rn.f32 	%f18, %f17, %f16;
+	add.rn.f32 	%f19, %f15, %f18;
+	add.s64 	%rd23, %rd22, %rd5;
+	ld.global.f32 	%f20, [%rd23];
+	ld.global.f32 	%f21, [%rd21+8];
+	mul.rn.f32 	%f22, %f21, %f20;
+	add.rn.f32 	%f23, %f19, %f22;
+	add.s64 	%rd24, %rd23, %rd5;
+	add.s64 	%rd30, %rd24, %rd5;
+	ld.global.f32 	%f24, [%rd24];
+	ld.global.f32 	%f25, [%rd21+12];
+	mul.rn.f32 	%f26, %f25, %f24;
+	add.rn.f32 	%f34, %f23, %f26;
+	add.s32 	%r30, %r30, 4;
+	add.s64 	%rd31, %rd31, 16;
+	add.s32 	%r29, %r29, -4;
+	setp.ne.s32 	%p6, %r29, 0;
+	@%p6 bra 	$L__BB3_4;
+
+$L__BB3_5:
+	setp.eq.s32 	%p7, %r31, 0;
+	@%p7 bra 	$L__BB3_8;
+
+	mad.lo.s32 	%r25, %r30, %r12, %r2;
+	mul.wide.s32 	%rd25, %r25, 4;
+	add.s64 	%rd33, %rd1, %rd25;
+	mul.wide.s32 	%rd11, %r12, 4;
+	mad.lo.s32 	%r26, %r13, %r1, %r30;
+	mul.wide.s32 	%rd26, %r26, 4;
+	add.s64 	%rd32, %rd2, %rd26;
+
+$L__BB3_7:
+	.pragma "nounroll";
+	ld.global.f32 	%f27, [%rd33];
+	ld.global.f32 	%f28, [%rd32];
+	mul.rn.f32 	%f29, %f28, %f27;
+	add.rn.f32 	%f34, %f34, %f29;
+	add.s64 	%rd33, %rd33, %rd11;
+	add.s64 	%rd32, %rd32, 4;
+	add.s32 	%r31, %r31, -1;
+	setp.ne.s32 	%p8, %r31, 0;
+	@%p8 bra 	$L__BB3_7;
+
+$L__BB3_8:
+	mad.lo.s32 	%r27, %r1, %r12, %r2;
+	cvta.to.global.u64 	%rd27, %rd17;
+	mul.wide.s32 	%rd28, %r27, 4;
+	add.s64 	%rd29, %rd27, %rd28;
+	st.global.f32 	[%rd29], %f34;
+
+$L__BB3_9:
+	ret;
+
+}
+	// .globl	histogram
+.visible .entry histogram(
+	.param .u64 histogram_param_0,
+	.param .u32 histogram_param_1,
+	.param .u64 histogram_param_2
+)
+{
+	.reg .pred 	%p<7>;
+	.reg .b16 	%rs<2>;
+	.reg .b32 	%r<31>;
+	.reg .b64 	%rd<9>;
+	// demoted variable
+	.shared .align 4 .b8 _ZZ9histogramE1s[1024];
+
+	ld.param.u64 	%rd3, [histogram_param_0];
+	ld.param.u32 	%r12, [histogram_param_1];
+	ld.param.u64 	%rd4, [histogram_param_2];
+	mov.u32 	%r30, %tid.x;
+	setp.lt.u32 	%p1, %r30, 256;
+	@%p1 bra 	$L__BB4_1;
+	bra.uni 	$L__BB4_3;
+
+$L__BB4_1:
+	mov.u32 	%r2, %ntid.x;
+	mov.u32 	%r14, _ZZ9histogramE1s;
+	mov.u32 	%r28, %r30;
+
+$L__BB4_2:
+	shl.b32 	%r13, %r28, 2;
+	add.s32 	%r15, %r14, %r13;
+	mov.u32 	%r16, 0;
+	st.shared.u32 	[%r15], %r16;
+	add.s32 	%r28, %r28, %r2;
+	setp.lt.u32 	%p2, %r28, 256;
+	@%p2 bra 	$L__BB4_2;
+
+$L__BB4_3:
+	mov.u32 	%r5, %ntid.x;
+	bar.sync 	0;
+	mov.u32 	%r17, %ctaid.x;
+	mad.lo.s32 	%r29, %r17, %r5, %r30;
+	setp.ge.s32 	%p3, %r29, %r12;
+	@%p3 bra 	$L__BB4_6;
+
+	mov.u32 	%r18, %nctaid.x;
+	mul.lo.s32 	%r7, %r5, %r18;
+	cvta.to.global.u64 	%rd1, %rd3;
+
+$L__BB4_5:
+	cvt.s64.s32 	%rd5, %r29;
+	add.s64 	%rd6, %rd1, %rd5;
+	ld.global.u8 	%rs1, [%rd6];
+	mul.wide.u16 	%r19, %rs1, 4;
+	mov.u32 	%r20, _ZZ9histogramE1s;
+	add.s32 	%r21, %r20, %r19;
+	atom.shared.add.u32 	%r22, [%r21], 1;
+	add.s32 	%r29, %r29, %r7;
+	setp.lt.s32 	%p4, %r29, %r12;
+	@%p4 bra 	$L__BB4_5;
+
+$L__BB4_6:
+	setp.gt.u32 	%p5, %r30, 255;
+	bar.sync 	0;
+	@%p5 bra 	$L__BB4_9;
+
+	cvta.to.global.u64 	%rd2, %rd4;
+	mov.u32 	%r24, _ZZ9histogramE1s;
+
+$L__BB4_8:
+	mul.wide.u32 	%rd7, %r30, 4;
+	add.s64 	%rd8, %rd2, %rd7;
+	shl.b32 	%r23, %r30, 2;
+	add.s32 	%r25, %r24, %r23;
+	ld.shared.u32 	%r26, [%r25];
+	atom.global.add.u32 	%r27, [%rd8], %r26;
+	add.s32 	%r30, %r30, %r5;
+	setp.lt.u32 	%p6, %r30, 256;
+	@%p6 bra 	$L__BB4_8;
+
+$L__BB4_9:
+	ret;
+
+}
+	// .globl	spin
+.visible .entry spin(
+	.param .u32 spin_param_0,
+	.param .u64 spin_param_1
+)
+{
+	.reg .pred 	%p<10>;
+	.reg .b32 	%r<56>;
+	.reg .b64 	%rd<5>;
+	// demoted variable
+	.shared .align 4 .u32 _ZZ4spinE4flag;
+	// demoted variable
+	.shared .align 4 .u32 _ZZ4spinE7partial;
+
+	ld.param.u32 	%r22, [spin_param_0];
+	ld.param.u64 	%rd2, [spin_param_1];
+	mov.u32 	%r1, %tid.x;
+	setp.ne.s32 	%p1, %r1, 0;
+	@%p1 bra 	$L__BB5_2;
+
+	mov.u32 	%r23, 0;
+	st.volatile.shared.u32 	[_ZZ4spinE4flag], %r23;
+	st.volatile.shared.u32 	[_ZZ4spinE7partial], %r23;
+
+$L__BB5_2:
+	setp.eq.s32 	%p2, %r1, 0;
+	bar.sync 	0;
+	@%p2 bra 	$L__BB5_12;
+
+	setp.ne.s32 	%p3, %r1, 1;
+	@%p3 bra 	$L__BB5_15;
+
+	setp.lt.s32 	%p4, %r22, 1;
+	mov.u32 	%r55, 0;
+	@%p4 bra 	$L__BB5_11;
+
+	mov.u32 	%r2, %ctaid.x;
+	and.b32  	%r54, %r22, 3;
+	add.s32 	%r28, %r22, -1;
+	setp.lt.u32 	%p5, %r28, 3;
+	mov.u32 	%r50, 0;
+	mov.u32 	%r55, %r50;
+	@%p5 bra 	$L__BB5_8;
+
+	sub.s32 	%r4, %r54, %r22;
+	mov.u32 	%r50, 0;
+	mov.u32 	%r46, 21;
+
+$L__BB5_7:
+	add.s32 	%r32, %r55, %r2;
+	add.s32 	%r33, %r32, %r46;
+	add.s32 	%r34, %r33, %r2;
+	add.s32 	%r35, %r34, %r46;
+	add.s32 	%r36, %r35, %r2;
+	add.s32 	%r37, %r36, %r46;
+	add.s32 	%r38, %r37, %r2;
+	add.s32 	%r39, %r38, %r46;
+	add.s32 	%r55, %r39, -42;
+	add.s32 	%r46, %r46, 28;
+	add.s32 	%r50, %r50, 4;
+	add.s32 	%r40, %r4, %r50;
+	setp.ne.s32 	%p6, %r40, 0;
+	@%p6 bra 	$L__BB5_7;
+
+$L__BB5_8:
+	setp.eq.s32 	%p7, %r54, 0;
+	@%p7 bra 	$L__BB5_11;
+
+	mul.lo.s32 	%r52, %r50, 7;
+
+$L__BB5_10:
+	.pragma "nounroll";
+	add.s32 	%r41, %r55, %r2;
+	add.s32 	%r55, %r41, %r52;
+	add.s32 	%r52, %r52, 7;
+	add.s32 	%r54, %r54, -1;
+	setp.ne.s32 	%p8, %r54, 0;
+	@%p8 bra 	$L__BB5_10;
+
+$L__BB5_11:
+	st.volatile.shared.u32 	[_ZZ4spinE7partial], %r55;
+	mov.u32 	%r42, 1;
+	st.volatile.shared.u32 	[_ZZ4spinE4flag], %r42;
+	bra.uni 	$L__BB5_15;
+
+$L__BB5_12:
+	cvta.to.global.u64 	%rd1, %rd2;
+
+$L__BB5_13:
+	ld.volatile.shared.u32 	%r43, [_ZZ4spinE4flag];
+	setp.eq.s32 	%p9, %r43, 0;
+	@%p9 bra 	$L__BB5_13;
+
+	ld.volatile.shared.u32 	%r44, [_ZZ4spinE7partial];
+	mov.u32 	%r45, %ctaid.x;
+	mul.wide.u32 	%rd3, %r45, 4;
+	add.s64 	%rd4, %rd1, %rd3;
+	st.global.u32 	[%rd4], %r44;
+
+$L__BB5_15:
+	ret;
+
+}
+	// .globl	reentry
+.visible .entry reentry(
+	.param .u64 reentry_param_0,
+	.param .u64 reentry_param_1,
+	.param .u64 reentry_param_2,
+	.param .u32 reentry_param_3
+)
+{
+	.reg .pred 	%p<4>;
+	.reg .b32 	%r<30>;
+	.reg .b64 	%rd<14>;
+
+
+	ld.param.u64 	%rd4, [reentry_param_0];
+	ld.param.u64 	%rd5, [reentry_param_1];
+	ld.param.u64 	%rd6, [reentry_param_2];
+	ld.param.u32 	%r14, [reentry_param_3];
+	cvta.to.global.u64 	%rd1, %rd5;
+	cvta.to.global.u64 	%rd2, %rd6;
+	mov.u32 	%r17, %ntid.x;
+	mov.u32 	%r18, %ctaid.x;
+	mov.u32 	%r19, %tid.x;
+	mad.lo.s32 	%r29, %r18, %r17, %r19;
+	mov.u32 	%r20, %nctaid.x;
+	mul.lo.s32 	%r2, %r17, %r20;
+	cvt.u64.u32 	%rd3, %r29;
+	cvta.to.global.u64 	%rd7, %rd4;
+	mul.wide.u32 	%rd8, %r29, 4;
+	add.s64 	%rd9, %rd7, %rd8;
+	ld.global.u32 	%r3, [%rd9];
+	mov.u32 	%r24, 0;
+	mov.u32 	%r25, %r24;
+
+$L__BB6_1:
+	.pragma "nounroll";
+	setp.lt.s32 	%p1, %r3, 1;
+	@%p1 bra 	$L__BB6_4;
+
+	mov.u32 	%r27, 0;
+
+$L__BB6_3:
+	.pragma "nounroll";
+	add.s32 	%r29, %r29, %r2;
+	add.s32 	%r27, %r27, 1;
+	setp.lt.s32 	%p2, %r27, %r3;
+	@%p2 bra 	$L__BB6_3;
+
+$L__BB6_4:
+	rem.u32 	%r22, %r29, %r14;
+	mul.wide.u32 	%rd10, %r22, 4;
+	add.s64 	%rd11, %rd1, %rd10;
+	ld.global.u32 	%r23, [%rd11];
+	mad.lo.s32 	%r25, %r25, 5, %r23;
+	add.s32 	%r24, %r24, 1;
+	setp.lt.u32 	%p3, %r24, 4;
+	@%p3 bra 	$L__BB6_1;
+
+	shl.b64 	%rd12, %rd3, 2;
+	add.s64 	%rd13, %rd2, %rd12;
+	st.global.u32 	[%rd13], %r25;
+	ret;
+
+}
+"""
+
+# A thread spinning in the body's first loop until another thread, in a later loop, sets a flag (by hand: nvcc
+# places a spin loop last). The first-yield-first order alone would run the spinner forever.
+SPIN_FIRST = r"""
+.version 8.0
+.target sm_86
+.address_size 64
+.shared .align 4 .u32 flag_h;
+.shared .align 4 .u32 part_h;
+.visible .entry spin_hand(.param .u32 rounds, .param .u64 out)
+{
+.reg .pred %p<4>;
+.reg .b32 %r<16>;
+.reg .b64 %rd<4>;
+ld.param.u32 %r1, [rounds];
+ld.param.u64 %rd1, [out];
+mov.u32 %r2, %tid.x;
+setp.ne.u32 %p1, %r2, 0;
+@%p1 bra SKIPINIT;
+mov.u32 %r3, 0;
+st.volatile.shared.u32 [flag_h], %r3;
+st.volatile.shared.u32 [part_h], %r3;
+SKIPINIT:
+bar.sync 0;
+setp.ne.u32 %p1, %r2, 0;
+@%p1 bra WORKER;
+SPIN:
+ld.volatile.shared.u32 %r4, [flag_h];
+setp.eq.u32 %p2, %r4, 0;
+@%p2 bra SPIN;
+ld.volatile.shared.u32 %r5, [part_h];
+mov.u32 %r6, %ctaid.x;
+mul.wide.u32 %rd2, %r6, 4;
+add.s64 %rd3, %rd1, %rd2;
+st.global.u32 [%rd3], %r5;
+ret;
+WORKER:
+setp.ne.u32 %p1, %r2, 1;
+@%p1 bra DONE;
+mov.u32 %r7, 0;
+mov.u32 %r8, 0;
+mov.u32 %r9, %ctaid.x;
+setp.eq.u32 %p3, %r1, 0;
+@%p3 bra PUBLISH;
+LOOP:
+mad.lo.u32 %r10, %r8, 7, %r9;
+add.u32 %r7, %r7, %r10;
+add.u32 %r8, %r8, 1;
+setp.lt.u32 %p3, %r8, %r1;
+@%p3 bra LOOP;
+PUBLISH:
+st.volatile.shared.u32 [part_h], %r7;
+mov.u32 %r11, 1;
+st.volatile.shared.u32 [flag_h], %r11;
+DONE:
+ret;
+}
+"""
+
+
+def _compile(enabled):
+    saved = lockstep.ENABLED
+    lockstep.ENABLED = enabled
+    try:
+        return ptx.compile(PTX + ("" if enabled else "\n// thread at a time\n"))
+    finally:
+        lockstep.ENABLED = saved
+
+
+@pytest.fixture(scope="module")
+def modules():
+    on, off = _compile(True), _compile(False)
+    assert '@"rm1.saxpy"' in on.ir and '@"ru1.saxpy"' in on.ir and '@"uc1.saxpy"' in on.ir
+    assert '@"rm1.saxpy"' not in off.ir
+    return {"lockstep": on, "thread at a time": off}
+
+
+RNG = np.random.default_rng()
+BLOCKS_3D = [(64, 1, 1), (8, 4, 2), (7, 3, 5), (33, 1, 1), (256, 1, 1), (1, 1, 1)]
+
+
+@pytest.mark.parametrize("block", BLOCKS_3D)
+def test_grid_stride_3d_blocks(modules, block):
+    n = int(RNG.integers(1, 5000))
+    grid = int(RNG.integers(1, 9))
+    x = RNG.standard_normal(n).astype(np.float32)
+    y0 = RNG.standard_normal(n).astype(np.float32)
+    a = np.float32(RNG.standard_normal())
+    want = a * x + y0
+    for name, m in modules.items():
+        y = y0.copy()
+        m.kernel("grid_stride").launch(grid, block, [x, y, a, n])
+        assert np.array_equal(y, want), f"{name}: {int(np.sum(y != want))} of {n} differ"
+
+
+@pytest.mark.parametrize("block,n", [(256, 1 << 16), (256, 1000), (96, 4097), (32, 31), (1024, 70000), (5, 3)])
+def test_grid_stride_1d_affine(modules, block, n):
+    grid = int(RNG.integers(1, 7))
+    x = RNG.standard_normal(n).astype(np.float32)
+    y0 = RNG.standard_normal(n).astype(np.float32)
+    a = np.float32(RNG.standard_normal())
+    want = a * x + y0
+    for name, m in modules.items():
+        y = y0.copy()
+        m.kernel("saxpy").launch(grid, block, [x, y, a, n])
+        assert np.array_equal(y, want), f"{name}: {int(np.sum(y != want))} of {n} differ"
+
+
+def divergent_model(cnt, x, nthreads):
+    n = len(x)
+    out = np.zeros(nthreads, np.int64)
+    for g in range(nthreads):
+        acc = g
+        for j in range(int(cnt[g % n])):
+            acc = (acc * 3 + (j ^ g)) & 0xFFFFFFFF
+            for k in range(j & 3):
+                acc = (acc + k * 5 + 1) & 0xFFFFFFFF
+        for i in range(g, n, nthreads):
+            acc ^= (int(x[i]) + i) & 0xFFFFFFFF
+        out[g] = acc
+    return out.astype(np.uint32).view(np.int32)
+
+
+@pytest.mark.parametrize("block,grid,maxc", [(64, 3, 12), (33, 2, 40), (256, 1, 1), (128, 2, 0), (17, 5, 9)])
+def test_divergent_trip_counts(modules, block, grid, maxc):
+    nthreads = block * grid
+    n = int(RNG.integers(1, 3 * nthreads))
+    cnt = RNG.integers(0, maxc + 1, n).astype(np.int32)
+    if maxc:
+        cnt[RNG.integers(0, n, max(1, n // 4))] = 0           # some threads skip the loops
+    x = RNG.integers(-1 << 20, 1 << 20, n).astype(np.int32)
+    want = divergent_model(cnt, x, nthreads)
+    for name, m in modules.items():
+        out = np.full(nthreads, 0x5EADBEEF, np.int32)
+        m.kernel("divergent").launch(grid, block, [cnt, x, out, n])
+        assert np.array_equal(out, want), f"{name}: {int(np.sum(out != want))} of {nthreads} differ"
+
+
+@pytest.mark.parametrize("block", [(16, 16, 1), (8, 4, 1), (32, 3, 1), (5, 7, 1)])
+def test_naive_matmul(modules, block):
+    M, N, K = (int(v) for v in RNG.integers(1, 70, 3))
+    A = RNG.standard_normal((M, K)).astype(np.float32)
+    B = RNG.standard_normal((K, N)).astype(np.float32)
+    want = np.zeros((M, N), np.float32)
+    for k in range(K):                  # the kernel's order and rounding: s += a * b, each step in f32
+        want = want + A[:, k:k + 1] * B[k:k + 1, :]
+    grid = ((N + block[0] - 1) // block[0], (M + block[1] - 1) // block[1], 1)
+    for name, m in modules.items():
+        C = np.full((M, N), np.nan, np.float32)
+        m.kernel("naive_mm").launch(grid, block, [A, B, C, M, N, K])
+        assert np.array_equal(C, want), f"{name}: {int(np.sum(C != want))} of {C.size} differ"
+
+
+@pytest.mark.parametrize("block,grid", [(256, 4), (64, 3), (100, 2), (512, 1), (1024, 2)])
+def test_histogram_with_barriers(modules, block, grid):
+    n = int(RNG.integers(1, 200000))
+    data = RNG.integers(0, 256, n).astype(np.uint8)
+    if n > 10:
+        data[: n // 3] = RNG.integers(0, 4)                    # many lanes on one bin
+    want = np.bincount(data, minlength=256).astype(np.uint32)
+    for name, m in modules.items():
+        hist = np.zeros(256, np.uint32)
+        m.kernel("histogram").launch(grid, block, [data, n, hist])
+        assert np.array_equal(hist, want), f"{name}: {int(np.sum(hist != want))} bins differ"
+
+
+@pytest.mark.parametrize("first", [False, True])
+@pytest.mark.parametrize("block,rounds", [(2, 5), (64, 1000), (33, 0), (256, 17)])
+def test_a_thread_spins_until_another_sets_a_flag(modules, block, rounds, first):
+    """Thread at a time, the spinning thread would never let the other one run."""
+    grid = int(RNG.integers(1, 6))
+    want = np.array([sum(r * 7 + b for r in range(rounds)) for b in range(grid)], np.int64)
+    want = (want & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
+    out = np.full(grid, 0x5EADBEEF, np.int32)
+    if first:
+        k = ptx.compile(SPIN_FIRST).kernel("spin_hand")
+    else:
+        k = modules["lockstep"].kernel("spin")
+    k.launch(grid, block, [rounds, out])
+    assert np.array_equal(out, want)
+
+
+@pytest.mark.parametrize("block,grid,maxc", [(64, 2, 6), (32, 1, 3), (100, 3, 9), (8, 1, 2)])
+def test_affine_check_fails_where_threads_advanced_apart(modules, block, grid, maxc):
+    """All threads meet at the outer loop's header, but each advanced its index a different number of times in the
+    inner loop: the index is not affine in %tid there, the check says so, and the generic region runs."""
+    nthreads = block * grid
+    n = int(RNG.integers(1, 4 * nthreads))
+    cnt = RNG.integers(1, maxc + 1, nthreads).astype(np.int32)     # all reach the inner loop: they meet there
+    x = RNG.integers(-1000, 1000, n).astype(np.int32)
+    want = np.zeros(nthreads, np.int64)
+    for g in range(nthreads):
+        i, acc = g, 0
+        for _ in range(4):
+            i = (i + int(cnt[g]) * nthreads) & 0xFFFFFFFF
+            acc = (acc * 5 + int(x[i % n])) & 0xFFFFFFFF
+        want[g] = acc
+    want = want.astype(np.uint32).view(np.int32)
+    for name, m in modules.items():
+        out = np.full(nthreads, 0x5EADBEEF, np.int32)
+        m.kernel("reentry").launch(grid, block, [cnt, x, out, n])
+        assert np.array_equal(out, want), f"{name}: {int(np.sum(out != want))} of {nthreads} differ"
