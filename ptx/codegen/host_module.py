@@ -1472,7 +1472,7 @@ def _emit_region_kernel(func, flat, mctx, sym, fb, sync_em, warp=False, soft=Fal
     [lo, hi) (%rng); if the live threads stop being one range, or disagree on the next collective or
     barrier, the general warp scheduler (warp_scheduler.c) finishes the block from where they are.
     soft: some sites are cpu/lockstep.py's yields at loop headers, which the threads need not agree on: where they
-    disagree, the block runs a yield some of them wait at, for those threads only (see soft_text below)."""
+    disagree, the block runs a yield some of them wait at, for those threads only (cpu/lockstep.soft_dispatch)."""
     if not _region_ready(func, flat, sync_em, warp):
         return None
     if warp:
@@ -1497,10 +1497,13 @@ def _emit_region_kernel(func, flat, mctx, sym, fb, sync_em, warp=False, soft=Fal
     yields = {site[0] for site in sync_em.sync_sites if "yield" in flat.body[site[4]].mods}
     # per yield: the registers it carries that may be affine in %tid (checked before the region relies on it)
     uniform = {}
+    if yields:
+        slopes = affine.Slopes(flat.body, sync_em.is_register)
+        types = {name: sync_em.regs[name][0] for name in sync_em.reg_off if name in sync_em.regs}
+        skip = set(remat) | set(consts)
     for k, *_, idx in sync_em.sync_sites:
         if k in yields:
-            types = {name: sync_em.regs[name][0] for name in sync_em.reg_off if name in sync_em.regs}
-            cands = affine.candidates(flat, sync_em.is_register, live[idx], types, set(remat) | set(consts))
+            cands = affine.candidates(slopes, live[idx], types, skip)
             if cands:
                 uniform[k] = cands
                 region_fns.append(affine.uniform_check(f"uc{k}.{func.name}", cands, sync_em.reg_off))

@@ -109,10 +109,9 @@ class Slopes:
         return None
 
 
-def candidates(flat, is_reg, live_regs, reg_types, skip) -> list:
+def candidates(sl: Slopes, live_regs, reg_types, skip) -> list:
     """[(register, LLVM type, slopes)] of the integer registers in `live_regs` (not in `skip`: recomputed or
-    constant anyway) whose slopes are known, in a stable order."""
-    sl = Slopes(flat.body, is_reg)
+    constant anyway) whose slopes `sl` knows, in a stable order."""
     out = []
     for name in sorted(live_regs):
         ty = reg_types.get(name)
