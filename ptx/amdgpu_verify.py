@@ -96,11 +96,11 @@ def expected_kernels(ptx_text: str) -> dict:
     """name -> {'params': [(offset, size, align)], 'kernarg': size, 'max_threads': n} from the PTX."""
     import ptx
     from ptx import ast as A
-    from ptx.codegen.host_module import _layout_params
+    from ptx.codegen.module_context import layout_params
     out = {}
     for item in ptx.parse(ptx_text).items:
         if isinstance(item, A.Function) and item.kind == "entry" and item.body is not None:
-            params, size = _layout_params(item.params)
+            params, size = layout_params(item.params)
             dims = item.directives.get("reqntid") or item.directives.get("maxntid")
             n = 1024
             if dims:

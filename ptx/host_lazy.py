@@ -80,13 +80,13 @@ def globals_module(module):
 def layouts(module) -> dict:
     """name -> what a kernel's handle needs before it is compiled: its parameters and launch bounds."""
     from ptx import ast as A
-    from ptx.codegen.host_module import _layout_params, decl_size
+    from ptx.codegen.module_context import layout_params, decl_size
     common = sum(decl_size(i) for i in module.items if isinstance(i, A.VarDecl) and i.space == "shared")
     out = {}
     for f in module.entries():
         if f.body is None:
             continue
-        params, size = _layout_params(f.params)
+        params, size = layout_params(f.params)
         out[f.name] = {"params": params, "param_size": size, "param_types": [p.type.name for p in f.params],
                        "maxntid": f.directives.get("maxntid"), "reqntid": f.directives.get("reqntid"),
                        # at most its static shared bytes: a load refuses a kernel over the limit, as ptxas
@@ -96,7 +96,7 @@ def layouts(module) -> dict:
 
 def _body_shared(body) -> int:
     from ptx import ast as A
-    from ptx.codegen.host_module import decl_size
+    from ptx.codegen.module_context import decl_size
     n = 0
     for s in body:
         if isinstance(s, A.VarDecl) and s.space == "shared":
@@ -110,7 +110,7 @@ def build_globals(module, fma_contract, opt_level, cpu, memcheck):
     """(metadata, shared object) of the module's globals, or None when a load must compile it whole (an
     initialiser holds a function's address, which only the whole module's object has)."""
     from ptx import host_llc, host_loader, host_target
-    from ptx.codegen.host_module import build_host_ir
+    from ptx.codegen.cpu.module import build_host_ir
     hir = build_host_ir(globals_module(module), fma_contract=fma_contract, memcheck=memcheck)
     if any(r[4] not in hir.globals for r in hir.relocations):
         return None
@@ -124,7 +124,7 @@ def build_globals(module, fma_contract, opt_level, cpu, memcheck):
 def build_kernel(module, name, fma_contract, opt_level, cpu, memcheck, global_names):
     """(metadata, shared object) of one kernel; its globals stay undefined, bound to the globals' copy."""
     from ptx import host_llc, host_loader, host_meta, host_target, pipeline
-    from ptx.codegen.host_module import FALLBACK_GLOBAL, build_host_ir
+    from ptx.codegen.cpu.module import FALLBACK_GLOBAL, build_host_ir
     kmod = kernel_module(module, name)
     what = f"kernel {name}"
     versioned = not host_target.masked_stores_fast(cpu)

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 def build(text, fma_contract, opt_level, dump_dir, cpu, memcheck, module=None):
     """(metadata, shared object, LLVM IR text) for PTX text (`module`: its AST, already parsed)."""
     from ptx import host_llc, host_loader, host_target, pipeline
-    from ptx.codegen.host_module import FALLBACK_GLOBAL, build_host_ir
+    from ptx.codegen.cpu.module import FALLBACK_GLOBAL, build_host_ir
 
     found = {}
 

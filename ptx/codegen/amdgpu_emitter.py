@@ -13,7 +13,7 @@ from ptx.codegen import function_emitter as FE
 from ptx.codegen.function_emitter import FunctionEmitter, semantic
 from ptx.codegen.irtext import IRFunction
 from ptx.codegen.reserved_smem import RESERVED_SMEM_BYTES
-from ptx.codegen.host_module import ModuleContext, llvm_name
+from ptx.codegen.module_context import ModuleContext, llvm_name
 from ptx.errors import PTXUnsupportedError
 
 # v5 hidden kernel arguments (offsets from llvm.amdgcn.implicitarg.ptr)

@@ -9,14 +9,14 @@ from dataclasses import dataclass, field
 from ptx import ast as A
 from ptx.codegen import ptxtypes as T
 from ptx.codegen.amdgpu_emitter import AmdgpuFunctionEmitter, AmdModuleContext
-from ptx.codegen.host_module import (BUILTIN_FUNCS, _init_bytes, _flat_init, _layout_params,
-                                     _setup_addr_vars, _reg_signature, _assemble, decl_align,
-                                     decl_size, round_up, llvm_name)
+from ptx.codegen.module_context import (BUILTIN_FUNCS, init_bytes, flat_init, layout_params, setup_addr_vars,
+                                        reg_signature, assemble, decl_align, decl_size, round_up, llvm_name)
 from ptx.codegen.reserved_smem import reserve_smem
 from ptx.errors import PTXUnsupportedError
 from ptx.passes.flatten_scopes import flatten_function
 
-from ptx.codegen import ops_int, ops_float, ops_cvt, ops_mem, ops_ctrl, ops_warp, ops_atom  # noqa: F401
+from ptx.codegen import ops_int, ops_float, ops_cvt, ops_mem, ops_ctrl, ops_warp, ops_atom, ops_mbarrier  # noqa: F401
+from ptx.codegen import ops_tex  # noqa: F401
 from ptx.codegen import ops_simd  # noqa: F401  (video and packed 16x2 integer instructions)
 from ptx.codegen import ops_async  # noqa: F401  (cp.async and the bulk and tensor-map copies)
 from ptx.codegen import ops_cluster, ops_narrow_float, ops_f32x2  # noqa: F401  (clusters of one, fp8/6/4, f32x2)
@@ -49,7 +49,7 @@ class AmdgpuIR:
 def _emit_global(d: A.VarDecl, mctx, out):
     size = decl_size(d)
     if size == 0 and d.init:
-        size = len(_flat_init(d.init)) * T.size_of(d.type.name) * d.type.vec
+        size = len(flat_init(d.init)) * T.size_of(d.type.name) * d.type.vec
     size = max(size, 1)
     name = f'@"{d.name}"'
     mctx.global_syms[d.name] = (name, size)
@@ -57,7 +57,7 @@ def _emit_global(d: A.VarDecl, mctx, out):
     init = "zeroinitializer"
     if d.init:
         relocs = []
-        data = _init_bytes(d, size, relocs)
+        data = init_bytes(d, size, relocs)
         if relocs:
             ty, init = _initialiser_with_addresses(d, data, relocs, mctx)
             out.append(f"{name} = protected addrspace(1) externally_initialized global {ty} {init}, align {align}")
@@ -124,7 +124,7 @@ def _emit_device_function(func, flat, mctx):
         p = f'%"arg.{i}"'
         args.append(f"ptr {p}")
         (reg_params.append(("arg", d, p)) if d.space == "reg" else em.func_params.__setitem__(d.name, p))
-    _setup_addr_vars(em, flat, in_frame=False)
+    setup_addr_vars(em, flat, in_frame=False)
     for _, d, _ in reg_params:
         flat.decls.setdefault(d.name, d)
     f = em.f
@@ -141,9 +141,9 @@ def _emit_device_function(func, flat, mctx):
             ty = T.llvm_type(d.type.name)
             f.emit(f"store {ty} {em.read(A.Reg(d.name), d.type.name)}, ptr {p}")
     f.term("ret i32 0")
-    sig = _reg_signature() + "".join(", " + a for a in args)
+    sig = reg_signature() + "".join(", " + a for a in args)
     header = f"define internal i32 {llvm_name('f', func.name)}({sig}) {{"
-    return _assemble(header, em, ["  br label %start"], f.lines, [])
+    return assemble(header, em, ["  br label %start"], f.lines, [])
 
 
 def _uses_bar_red(flat):
@@ -152,7 +152,7 @@ def _uses_bar_red(flat):
 
 
 def _emit_kernel(func, flat, mctx, out):
-    params, param_size = _layout_params(func.params)
+    params, param_size = layout_params(func.params)
     mctx.kernel_params = {p.name: off for p, (off, _, _) in zip(func.params, params)}
     off = mctx.common_shared_end
     dyn_align = 16
@@ -181,7 +181,7 @@ def _emit_kernel(func, flat, mctx, out):
 
     em = AmdgpuFunctionEmitter(mctx, flat, "fast")
     em.start_entry()
-    _setup_addr_vars(em, flat, in_frame=False)
+    setup_addr_vars(em, flat, in_frame=False)
     em.exit_label = "k.exit"
     f = em.f
     f.label("start")
@@ -189,7 +189,7 @@ def _emit_kernel(func, flat, mctx, out):
     f.label("k.exit")
     f.term("ret i32 0")
     body_name = llvm_name("t", func.name)
-    out.append(_assemble(f"define internal i32 {body_name}({_reg_signature()}) alwaysinline {{", em,
+    out.append(assemble(f"define internal i32 {body_name}({reg_signature()}) alwaysinline {{", em,
                          ["  br label %start"], f.lines, []))
 
     req = func.directives.get("reqntid")

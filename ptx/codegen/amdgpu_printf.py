@@ -142,12 +142,12 @@ def _string_argument(em, buf, off, ins):
 
 
 def _format_bytes(em, sym, ins, offset=0):
-    from ptx.codegen.host_module import _init_bytes, decl_size
+    from ptx.codegen.module_context import init_bytes, decl_size
     d = next((i for i in em.m.module.items if isinstance(i, A.VarDecl) and i.name == sym), None)
     if d is None or not d.init:
         _unsupported(ins, f"format string {sym} has no initialiser")
     relocs = []
-    data = _init_bytes(d, max(decl_size(d), len(d.init) if isinstance(d.init, list) else 0), relocs)
+    data = init_bytes(d, max(decl_size(d), len(d.init) if isinstance(d.init, list) else 0), relocs)
     data = data[offset:]
     end = data.find(b"\0")
     return data[:end] if end >= 0 else data

@@ -187,7 +187,7 @@ def _arg_ptr(em, op, formal: A.VarDecl):
 
 
 def _formal_size(d):
-    from ptx.codegen.host_module import decl_size
+    from ptx.codegen.module_context import decl_size
     return decl_size(d)
 
 

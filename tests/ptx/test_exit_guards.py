@@ -14,7 +14,7 @@ from ptxkit import HEADER, poison, rng  # noqa: F401  (rng: the fixture)
 
 import ptx
 from ptx import host_target, parse
-from ptx.codegen import host_module
+from ptx.codegen.cpu import module as cpu_module
 
 # Versioned only for a target without cheap masked stores: the host when it has no AVX-512, x86-64-v3 (AVX2)
 # on any x86-64 machine, so both forms run wherever the tests do
@@ -126,7 +126,7 @@ def _module(*kernels):
 
 def _versioned(text, name):
     """Whether kernel `name` got a guard-free copy of its body."""
-    hir = host_module.build_host_ir(parse(text))
+    hir = cpu_module.build_host_ir(parse(text))
     body = hir.text.split(f'define i32 @"k.{name}"')[1].split("\ndefine ")[0]
     return "a.tz.head:" in body
 

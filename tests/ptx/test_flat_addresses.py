@@ -63,7 +63,7 @@ def _optimized_ir(text):
     """The module's LLVM IR after the same O3 pipeline compile_host runs."""
     import llvmlite.binding as llvm
     from ptx import host, pipeline
-    from ptx.codegen.host_module import build_host_ir
+    from ptx.codegen.cpu.module import build_host_ir
     hir = pipeline.lower(text, build_host_ir)
     with host._llvm_lock:
         host._init_llvm()

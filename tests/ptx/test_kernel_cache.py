@@ -126,7 +126,7 @@ def test_a_hit_in_a_fresh_process_parses_nothing_and_is_cheap(tmp_path):
                                              time.perf_counter() - t0)[1])(time.perf_counter())
                                   for _ in range(5)])
         front = sorted(n for n in sys.modules if n in ("ptx.parser", "ptx.lexer", "ptx.pipeline",
-                                                      "ptx.codegen.host_module", "ptx.resources"))
+                                                      "ptx.codegen.cpu.module", "ptx.resources"))
         print(m.cache_hit, first, best, front)
     """)
 

@@ -17,7 +17,7 @@ INSTR_MODULES = sorted(p.stem for p in HERE.glob("test_instr_*.py"))
 
 def _lower(text):
     from ptx import pipeline
-    from ptx.codegen.host_module import build_host_ir
+    from ptx.codegen.cpu.module import build_host_ir
     return pipeline.lower(text, build_host_ir)
 
 
@@ -65,7 +65,7 @@ def modules(built_ptx):  # noqa: F811
 def test_every_object_needs_only_registered_symbols(modules, cpu):
     import llvmlite.binding as llvm
     from ptx import host, host_target, runtime
-    from ptx.codegen.host_module import FALLBACK_GLOBAL
+    from ptx.codegen.cpu.module import FALLBACK_GLOBAL
     with host._llvm_lock:
         host._init_llvm()
         tm = host_target.machine(cpu)[0]

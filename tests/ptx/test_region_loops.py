@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import ptx
-from ptx.codegen import host_module
+from ptx.codegen.cpu import regions
 
 # nvcc -ptx -arch=sm_86 -fmad=false of:
 # extern "C" __global__ void mid_exit(const float *in, float *out, int live, int rounds) {
@@ -222,12 +222,12 @@ def reference(x, n, nb, live, rounds):
 @pytest.fixture(scope="module")
 def kernels():
     region = ptx.compile(MID_EXIT)
-    saved = host_module.MAX_REGIONS
-    host_module.MAX_REGIONS = 0          # the general scheduler only
+    saved = regions.MAX_REGIONS
+    regions.MAX_REGIONS = 0          # the general scheduler only
     try:
         general = ptx.compile(MID_EXIT + "\n// general scheduler\n")
     finally:
-        host_module.MAX_REGIONS = saved
+        regions.MAX_REGIONS = saved
     assert '@"r0.mid_exit"' in region.ir and '@"r0.mid_exit"' not in general.ir
     return region.kernel("mid_exit"), general.kernel("mid_exit")
 

@@ -1,4 +1,4 @@
-"""Kernels with shfl/vote run as region loops split at the collectives (ptx/codegen/host_module.py):
+"""Kernels with shfl/vote run as region loops split at the collectives (ptx/codegen/cpu/):
 reductions in loops, clamp/segment operands and the predicate output, votes in a loop, partial last
 warps, 2-D/3-D blocks, threads that exit before a collective (one live range: regions; scattered:
 the general warp scheduler takes over mid-kernel) and divergent collectives (fallback), each against
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import ptx
-from ptx.codegen import host_module
+from ptx.codegen.cpu import module as cpu_module, regions
 
 HEAD = ".version 8.0\n.target sm_86\n.address_size 64\n"
 POISON = 0xDEADBEEF
@@ -139,12 +139,12 @@ def compiled(body, exit_kind, general):
         m = ptx.compile(src)
         assert '@"r0.k"' in m.ir, "not compiled as region loops"
         return m
-    saved = host_module.MAX_REGIONS
-    host_module.MAX_REGIONS = 0          # the general scheduler only
+    saved = regions.MAX_REGIONS
+    regions.MAX_REGIONS = 0          # the general scheduler only
     try:
         m = ptx.compile(src + "\n// general scheduler\n")
     finally:
-        host_module.MAX_REGIONS = saved
+        regions.MAX_REGIONS = saved
     assert '@"r0.k"' not in m.ir
     return m
 
@@ -366,11 +366,11 @@ def test_bench_reduce_shfl_regions():
 def test_warp_regions_flag():
     """The kernel info says which path a kernel with collectives takes."""
     from ptx import parse
-    hir = host_module.build_host_ir(parse(text("sum_down_loop", "none")))
+    hir = cpu_module.build_host_ir(parse(text("sum_down_loop", "none")))
     assert hir.kernels["k"].warp_regions
     # match is not a region split point: the general path
     src = text("shfl_nopred", "none").replace(
         "shfl.sync.bfly.b32 %r30, %r11, %r20, %r21, 0xffffffff;",
         "match.any.sync.b32 %r30, %r11, 0xffffffff;")
-    hir = host_module.build_host_ir(parse(src))
+    hir = cpu_module.build_host_ir(parse(src))
     assert not hir.kernels["k"].warp_regions and hir.kernels["k"].fallback_slot is None

@@ -1,1 +1,1 @@
-"""The CPU target's kernel code generation, one concern per module (ptx.codegen.host_module assembles them)."""
+"""The CPU target's kernel code generation, one concern per module (cpu/module.py assembles them)."""

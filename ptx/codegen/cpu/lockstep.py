@@ -36,7 +36,7 @@ def loop_headers(body) -> list:
 def with_yields(flat):
     """A copy of `flat` with a yield (`bar.sync.yield 0`: a barrier to the region loops, nothing to the resumable
     thread) after each loop header, or None when it has no such loop or too many. The threads need not agree at
-    a yield: the block function runs one that some wait at, for those threads only (host_module's soft region
+    a yield: the block function runs one that some wait at, for those threads only (region_kernel.py's soft region
     kernels), which is one of the orders independent threads may run in."""
     heads = loop_headers(flat.body)
     if not heads or len(heads) > MAX_SOFT_SITES:
@@ -88,9 +88,9 @@ out:
 
 
 def soft_dispatch(name: str, call: str, sites, yields, uniform):
-    """The block function's part for a kernel with yields (host_module._emit_region_kernel): (the blocks of the
+    """The block function's part for a kernel with yields (region_kernel.emit_region_kernel): (the blocks of the
     yields that carry affine registers, the incoming values of its %s phi, its %ran and %turn phis, and the
-    block `fallback` where threads disagree). call: the call of region {1} of kernel {0}, as host_module formats
+    block `fallback` where threads disagree). call: the call of region {1} of kernel {0}, as region_kernel.py formats
     it; sites: every site's number; uniform: {yield: affine candidates}."""
     masked = call.replace('@"r{1}', '@"rm{1}')
     checked = call.replace('@"r{1}', '@"ru{1}')[:-1] + ", ptr %uni)"
