@@ -6,7 +6,7 @@ from __future__ import annotations
 from ptx import ast as A
 from ptx.codegen import function_emitter as FE
 from ptx.codegen.function_emitter import FunctionEmitter
-from ptx.codegen.cpu import affine
+from ptx.codegen.cpu import affine, thread_range
 from ptx.passes.sync_points import sync_kind
 from ptx.codegen.cpu.block_abi import store_undef_regs
 from ptx.codegen.cpu.regions import region_exits, region_reach, region_writes
@@ -18,10 +18,11 @@ from ptx.codegen.module_context import assemble
 TX_LOOP_MD = ", !llvm.loop !8998"
 
 
-def range_loops(f, bx, by, ranged, track=True):
+def range_loops(f, bx, by, ranged, track=True, xrange=None):
     """The thread loops' headers. Ranged (kernels with warp collectives): only the threads of linear
     ids [lo, hi) run (the others exited), and the loops track the live threads' smallest and largest
-    id and their count, so that the block can go on with the live threads as one range."""
+    id and their count, so that the block can go on with the live threads as one range. xrange: (lo, hi), the
+    tid.x interval of the threads that do anything in this region (thread_range.guard)."""
     acc = (["mn", "mx"] + (["l0", "l1", "c"] if ranged else [])) if track else []
     init = {"mn": "-1", "mx": "0", "l0": "-1", "l1": "0", "c": "0"}
     f.label("tz.head")
@@ -46,17 +47,23 @@ def range_loops(f, bx, by, ranged, track=True):
         f.emit(f"%xe = call i32 @llvm.smin.i32(i32 %xe1, i32 {bx})")
         f.emit("%rowne = icmp slt i32 %xs, %xe")
         f.term("br i1 %rowne, label %tx.head, label %ty.latch")
+    elif xrange:
+        lo, hi = (min(v, (1 << 31) - 1) for v in xrange)
+        f.emit(f"%xe = call i32 @llvm.umin.i32(i32 {hi}, i32 {bx})")
+        f.emit(f"%rowne = icmp ult i32 {lo}, %xe")
+        f.term("br i1 %rowne, label %tx.head, label %ty.latch")
     else:
         f.term("br label %tx.head")
     f.label("tx.head")
-    f.emit(f"%tid.x = phi i32 [ {'%xs' if ranged else 0}, %ty.head ], [ %tx.next, %tx.latch ]")
+    first = "%xs" if ranged else min(xrange[0], (1 << 31) - 1) if xrange else 0
+    f.emit(f"%tid.x = phi i32 [ {first}, %ty.head ], [ %tx.next, %tx.latch ]")
     for a in acc:
         f.emit(f"%{a} = phi i32 [ %{a}.y, %ty.head ], [ %{a}.next, %tx.latch ]")
     f.emit("%lin = add i32 %lzyx, %tid.x")
     return acc
 
 
-def range_latches(f, mctx, bx, by, bz, acc, ranged, single=None):
+def range_latches(f, mctx, bx, by, bz, acc, ranged, single=None, xrange=None):
     """The loops' latches and the region's result; `single`: its one way out (nothing to track)."""
     for fn in ("umin", "umax", "smin", "smax"):
         mctx.declare(f"declare i32 @llvm.{fn}.i32(i32, i32)")
@@ -73,7 +80,7 @@ def range_latches(f, mctx, bx, by, bz, acc, ranged, single=None):
             f.emit("%cinc = zext i1 %live to i32")
             f.emit("%c.next = add i32 %c, %cinc")
     f.emit("%tx.next = add nuw i32 %tid.x, 1")
-    f.emit(f"%tx.c = icmp ult i32 %tx.next, {'%xe' if ranged else bx}")
+    f.emit(f"%tx.c = icmp ult i32 %tx.next, {'%xe' if ranged or xrange else bx}")
     # unrolling the thread loops of every region costs compile time for little gain (the y/z
     # loops too: unrolling one copies the whole x loop)
     mctx.add_helper("region.tx.md", '!8998 = distinct !{!8998, !8999}\n'
@@ -151,7 +158,10 @@ def emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False, 
     exits = region_exits(flat.body, reach, start_idx)
     outs = [site[0] for site in sync_em.sync_sites if site[4] in reach] + ([0] if exits else [])
     record = len(outs) > 1 or soft
-    acc = range_loops(f, bx, by, warp, track=record)
+    # a region that starts with `if (threadIdx.x < C)` loops over those threads only, without the branch
+    xr = None if record or warp or masked or uniform else thread_range.guard(flat.body, start_idx, reach,
+                                                                              em.is_register, live, remat)
+    acc = range_loops(f, bx, by, warp, track=record, xrange=xr and xr[:2])
     f.emit("%t = zext i32 %lin to i64")
     f.emit("%sitep = getelementptr i32, ptr %soa, i64 %t")
     mark = len(f.lines)
@@ -172,6 +182,8 @@ def emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False, 
         if isinstance(st, A.Label):
             if i in reach:
                 f.label(em.label_name(st.name))
+        elif xr and i == xr[2]:
+            continue            # no thread in the loop takes it
         elif i in reach or (k and i == sync_em.sync_sites[k - 1][4]):
             em.emit_instruction(st)
         elif sync_kind(st):
@@ -255,7 +267,7 @@ def emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False, 
     f.emit(f"%site = phi i32 {arrivals}")
     f.emit("%live = icmp ne i32 %site, 0")
     f.emit("%site.k = select i1 %live, i32 %site, i32 -1")
-    range_latches(f, mctx, bx, by, bz, acc, warp, None if record else (outs or [0])[0])
+    range_latches(f, mctx, bx, by, bz, acc, warp, None if record else (outs or [0])[0], xr)
     f.lines[mark:mark] = store_undef_regs(em)
     after_entry = ["  %frame = alloca [64 x i8], align 8",
                    f"  %nxy.r = mul i32 {bx}, {by}", f"  %n.r = mul i32 %nxy.r, {bz}",

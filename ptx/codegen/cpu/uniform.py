@@ -8,7 +8,7 @@ from ptx.codegen import function_emitter as FE
 
 
 REMAT_OPS = frozenset({"mov", "add", "sub", "mul", "mad", "mul24", "mad24", "shl", "shr", "and", "or",
-                       "xor", "not", "neg", "min", "max", "cvta", "cvt", "selp"})
+                       "xor", "not", "neg", "min", "max", "cvta", "cvt", "selp", "setp"})
 
 
 THREAD_CONSTANT_SPECIALS = frozenset(f"%{r}.{c}" for r in ("tid", "ntid", "ctaid", "nctaid")
