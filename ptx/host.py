@@ -336,6 +336,8 @@ def compile_host(text: str, cache_dir=None, fma_contract=False, opt_level=3, dum
                 return _instantiate(meta, so, True, opt_level, cpu, memcheck, cache, key)
             except (PTXError, KeyError, TypeError, ValueError):
                 pass                # an entry another build wrote differently: compiled again below
+    from ptx import host_llc
+    host_llc.start()                # its start-up overlaps the parse
     if lazy and not dump_dir:
         mod = _compile_lazy(text, None, opts, cache, key and _lazy_key(key, text, opts))
         if mod is not None:

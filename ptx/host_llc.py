@@ -2,7 +2,10 @@
 LLVM abort ("LLVM ERROR: ...", an assertion) kills the child and becomes a PTXError in the application.
   python host_llc.py --serve    requests "CPU|- OPT[s] LEN\\n" + IR on stdin (s: scalar, no vectorizers);
                                 answers "OK LEN\\n" + object,
-                                "BAD LEN\\n" + verifier message or "ERR LEN\\n" + message on stdout"""
+                                "BAD LEN\\n" + verifier message or "ERR LEN\\n" + message on stdout;
+                                "CPU|- MASK 0\\n" asks host_target.masked_stores_fast(CPU): "OK 1\\n" + 0 or 1
+The parent starts the child as soon as it knows it will compile (start()), so that the child's start-up (an
+interpreter, llvmlite, the target machine: about 0.2 s) overlaps the front end's parse."""
 
 from __future__ import annotations
 
@@ -54,6 +57,11 @@ def serve():
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
     llvm.initialize_native_asmparser()
+    from ptx import host_target
+    try:
+        host_target.machine(None)     # the usual target's machine, made while the parent parses
+    except Exception:  # noqa: BLE001 - reported when a request needs it
+        pass
     inp, out = sys.stdin.buffer, sys.stdout.buffer
     while True:
         header = inp.readline()
@@ -62,7 +70,11 @@ def serve():
         cpu, opt, n = header.decode().split()
         ir = inp.read(int(n)).decode()
         try:
-            obj = _compile(ir, "" if cpu == "-" else cpu, int(opt.rstrip("s")), not opt.endswith("s"))
+            if opt == "MASK":
+                out.write(b"OK 1\n" + (b"1" if host_target.masked_stores_fast(cpu_arg(cpu), local=True) else b"0"))
+                out.flush()
+                continue
+            obj = _compile(ir, cpu_arg(cpu), int(opt.rstrip("s")), not opt.endswith("s"))
             out.write(b"OK %d\n" % len(obj) + obj)
         except SyntaxError as e:
             msg = str(e).encode()
@@ -71,6 +83,10 @@ def serve():
             msg = f"{type(e).__name__}: {e}".encode()
             out.write(b"ERR %d\n" % len(msg) + msg)
         out.flush()
+
+
+def cpu_arg(cpu: str) -> str:
+    return "" if cpu == "-" else cpu
 
 
 # ------------------------------------------------------------------ the parent
@@ -106,19 +122,24 @@ class _Child:
         why = next((ln for ln in lines if "LLVM ERROR" in ln), lines[-1] if lines else "")
         return f"{'signal %d' % -code if code < 0 else 'exit %d' % code}: {why[:400]}"
 
-    def compile(self, ir: str, cpu: str, opt: int, timeout: float, what: str, vectorize=True) -> bytes:
+    def start(self, what="kernel code"):
+        """The child, started if it is not running (the caller holds the lock)."""
+        from ptx.errors import PTXError
+        if self.proc is None or self.owner != os.getpid() or self.proc.poll() is not None:
+            try:
+                self._start()
+            except OSError as e:
+                raise PTXError(f"compiling {what}: cannot start the LLVM child: {e}") from None
+
+    def compile(self, ir: str, cpu: str, opt, timeout: float, what: str, vectorize=True) -> bytes:
         from ptx.errors import PTXError
         data = ir.encode()
         with self.lock:
-            if self.proc is None or self.owner != os.getpid() or self.proc.poll() is not None:
-                try:
-                    self._start()
-                except OSError as e:
-                    raise PTXError(f"compiling {what}: cannot start the LLVM child: {e}") from None
+            self.start(what)
             deadline = time.monotonic() + timeout
             try:
-                self.proc.stdin.write(b"%s %d%s %d\n" % ((cpu or "-").encode(), opt, b"" if vectorize else b"s",
-                                                         len(data)) + data)
+                level = opt.encode() if isinstance(opt, str) else b"%d%s" % (opt, b"" if vectorize else b"s")
+                self.proc.stdin.write(b"%s %s %d\n" % ((cpu or "-").encode(), level, len(data)) + data)
                 self.proc.stdin.flush()
                 line = b""
                 while not line.endswith(b"\n"):
@@ -141,6 +162,20 @@ class _Child:
 
 _child = _Child()
 TIMEOUT_ENV = "ZLUDA_COMPILE_TIMEOUT"
+
+
+def start():
+    """Starts the child now, if it is not running, without waiting for it: a compile is coming."""
+    try:
+        with _child.lock:
+            _child.start()
+    except Exception:  # noqa: BLE001 - the compile that follows starts it again and reports why it cannot
+        pass
+
+
+def masked_stores_fast(cpu: str) -> bool:
+    """host_target.masked_stores_fast(cpu), answered by the child's LLVM (the parent need not load its own)."""
+    return _child.compile("", cpu, "MASK", 300, "the masked-store probe") == b"1"
 
 
 def compile_object(ir: str, cpu: str, opt: int, what: str = "kernel code") -> bytes:

@@ -234,13 +234,18 @@ _mask_fast: dict = {}
 _mask_lock = threading.Lock()
 
 
-def masked_stores_fast(cpu=None) -> bool:
+def masked_stores_fast(cpu=None, local=False) -> bool:
     """Whether machine(cpu) stores under a lane mask in one cheap instruction (AVX-512's k-masks). Without
     them (AVX2's vmaskmov: 2-3x a plain store on AMD CPUs; NEON, SSE: a branch per lane) a thread loop's
-    `if (i < n)` costs too much to leave to LLVM's if-conversion (ptx/codegen/cpu/thread_loops.py)."""
+    `if (i < n)` costs too much to leave to LLVM's if-conversion (ptx/codegen/cpu/thread_loops.py).
+    Asked of the compiling child (host_llc), which has LLVM loaded, unless `local`: a first compile's parent then
+    never loads llvmlite (about 50 ms)."""
     name = cpu_name(cpu)
     with _mask_lock:
         got = _mask_fast.get(name)
+        if got is None and not local:
+            from ptx import host_llc
+            got = _mask_fast[name] = host_llc.masked_stores_fast(name)
         if got is None:
             import llvmlite.binding as llvm
             tm = machine(cpu)[0]
