@@ -10,7 +10,8 @@ from ptx import ast as A
 from ptx.codegen import ptxtypes as T
 from ptx.codegen.amdgpu_emitter import AmdgpuFunctionEmitter, AmdModuleContext
 from ptx.codegen.module_context import (BUILTIN_FUNCS, init_bytes, flat_init, layout_params, setup_addr_vars,
-                                        reg_signature, assemble, decl_align, decl_size, round_up, llvm_name)
+                                        reg_signature, assemble, decl_align, decl_size, round_up, llvm_name,
+                                        kernel_shared_layout)
 from ptx.codegen.reserved_smem import reserve_smem
 from ptx.errors import PTXUnsupportedError
 from ptx.passes.flatten_scopes import flatten_function
@@ -154,20 +155,7 @@ def _uses_bar_red(flat):
 def _emit_kernel(func, flat, mctx, out):
     params, param_size = layout_params(func.params)
     mctx.kernel_params = {p.name: off for p, (off, _, _) in zip(func.params, params)}
-    off = mctx.common_shared_end
-    dyn_align = 16
-    mctx.shared_kernel = {}
-    dyn_names = []
-    for d in flat.decls.values():
-        if d.space != "shared":
-            continue
-        if d.dims and d.dims[-1] == 0 or d.linkage == "extern":
-            dyn_names.append(d.name)
-            dyn_align = max(dyn_align, decl_align(d))
-            continue
-        off = round_up(off, decl_align(d))
-        mctx.shared_kernel[d.name] = off
-        off += decl_size(d)
+    off, dyn_align, dyn_names = kernel_shared_layout(flat, mctx, 16, ())
     static_shared = round_up(off, dyn_align) if off else 0
     mctx.bar_red_offset = None
     lds = static_shared

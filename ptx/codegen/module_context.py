@@ -193,3 +193,23 @@ def assemble(header, em: FunctionEmitter, after_entry: list, body_lines: list, f
     out += footer
     out.append("}")
     return "\n".join(out)
+
+
+def kernel_shared_layout(flat, mctx, dyn_align, dyn_names):
+    """Lays out a kernel body's static shared variables after the module's common ones (mctx.shared_kernel: name
+    -> offset) and collects its dynamic (`extern`, unsized) ones: (end of the static ones, the dynamic base's
+    alignment, the dynamic names), starting from the caller's dyn_align and dyn_names."""
+    off = mctx.common_shared_end
+    mctx.shared_kernel = {}
+    dyn_names = list(dyn_names)
+    for d in flat.decls.values():
+        if d.space != "shared":
+            continue
+        if d.dims and d.dims[-1] == 0 or d.linkage == "extern":
+            dyn_names.append(d.name)
+            dyn_align = max(dyn_align, decl_align(d))
+            continue
+        off = round_up(off, decl_align(d))
+        mctx.shared_kernel[d.name] = off
+        off += decl_size(d)
+    return off, dyn_align, dyn_names

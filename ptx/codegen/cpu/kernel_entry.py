@@ -14,7 +14,7 @@ from ptx.passes.sync_points import sync_kind
 from ptx.codegen.cpu.block_abi import store_undef_regs
 from ptx.codegen.cpu.region_kernel import emit_region_kernel
 from ptx.codegen.cpu.scheduler import FALLBACK_ENTRY, emit_barrier_block_fn, emit_sync_thread, emit_warp_block_fn
-from ptx.codegen.module_context import (ModuleContext, assemble, decl_align, decl_size, layout_params, llvm_name,
+from ptx.codegen.module_context import (ModuleContext, assemble, kernel_shared_layout, layout_params, llvm_name,
                                         round_up, setup_addr_vars)
 
 
@@ -43,20 +43,8 @@ def emit_kernel(func: A.Function, flat, mctx: ModuleContext, has_sync: bool, out
     params, param_size = layout_params(func.params)
     mctx.kernel_params = {p.name: off for p, (off, _, _) in zip(func.params, params)}
     # kernel-body shared variables after the common ones; `extern .shared` ones at the dynamic base
-    off = mctx.common_shared_end
-    dyn_align = max(16, mctx.dynamic_shared_align)
-    mctx.shared_kernel = {}
-    dyn_names = set(mctx.dynamic_shared_names)
-    for d in flat.decls.values():
-        if d.space != "shared":
-            continue
-        if d.dims and d.dims[-1] == 0 or d.linkage == "extern":
-            dyn_names.add(d.name)
-            dyn_align = max(dyn_align, decl_align(d))
-            continue
-        off = round_up(off, decl_align(d))
-        mctx.shared_kernel[d.name] = off
-        off += decl_size(d)
+    off, dyn_align, dyn_names = kernel_shared_layout(flat, mctx, max(16, mctx.dynamic_shared_align),
+                                                     mctx.dynamic_shared_names)
     static_shared = off - mctx.reserved_smem_bytes  # NVIDIA reports the variables, not the reservation
     dyn_base = round_up(off, dyn_align) if off else 0
     for n in dyn_names:
