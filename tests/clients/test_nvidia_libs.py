@@ -72,5 +72,5 @@ def test_cupy_on_nvidia_libraries(tmp_path):
     assert {ln.split()[1] for ln in passed} == {
         "random_uniform", "random_reproducible", "matmul_float32", "matmul_float64", "fft_c2c", "fft_r2c_batched",
         "linalg_solve_float64", "linalg_solve_float32", "linalg_cholesky", "linalg_svd_values",
-        "linalg_svd_reconstructs", "linalg_eigh", "sparse_csr_matvec", "sparse_csr_matmat", "cub_sum_int64",
+        "linalg_svd_reconstructs", "linalg_svd_batched", "linalg_eigh", "sparse_csr_matvec", "sparse_csr_matmat", "cub_sum_int64",
         "cub_sum_float64"}

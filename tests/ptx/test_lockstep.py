@@ -884,3 +884,161 @@ def test_affine_check_fails_where_threads_advanced_apart(modules, block, grid, m
         out = np.full(nthreads, 0x5EADBEEF, np.int32)
         m.kernel("reentry").launch(grid, block, [cnt, x, out, n])
         assert np.array_equal(out, want), f"{name}: {int(np.sum(out != want))} of {nthreads} differ"
+
+
+# nvcc -arch=compute_86 -ptx -O3 (CUDA 13.0) of:
+# extern "C" __global__ void lockstep_rows(int *t, const int *seed, int rounds) {
+#     int i = threadIdx.x;
+#     if (i >= 16) return;
+#     int *base = t + blockIdx.x * rounds * 48;
+#     int v = seed[blockIdx.x * 16 + i];
+# #pragma unroll 1
+#     for (int r = 0; r < rounds; r++) {
+#         int *a = base + r * 48, *b = a + 16, *c = a + 32;
+#         a[i] = v * 3 + r;
+#         b[i] = a[(i + 1) & 15] - a[i];
+#         c[i] = b[(i + 15) & 15] ^ (i == 15 ? a[0] : b[i + 1]);
+#         v = c[i] + b[i];
+#     }
+# }
+# Each round a lane reads what its neighbours stored earlier in the same round, with no __syncwarp: it relies on
+# a converged warp's lanes running in lockstep, as cuSOLVER's svd_music_kernel does.
+ROWS = ".version 9.0\n.target sm_86\n.address_size 64\n\n" + """.visible .entry lockstep_rows(
+	.param .u64 lockstep_rows_param_0,
+	.param .u64 lockstep_rows_param_1,
+	.param .u32 lockstep_rows_param_2
+)
+{
+	.reg .pred 	%p<5>;
+	.reg .b32 	%r<32>;
+	.reg .b64 	%rd<40>;
+
+
+	ld.param.u64 	%rd16, [lockstep_rows_param_0];
+	ld.param.u64 	%rd15, [lockstep_rows_param_1];
+	ld.param.u32 	%r10, [lockstep_rows_param_2];
+	cvta.to.global.u64 	%rd1, %rd16;
+	mov.u32 	%r1, %tid.x;
+	setp.gt.s32 	%p1, %r1, 15;
+	@%p1 bra 	$L__BB0_4;
+
+	mov.u32 	%r2, %ctaid.x;
+	mul.lo.s32 	%r11, %r2, %r10;
+	mul.lo.s32 	%r12, %r11, 48;
+	cvt.u64.u32 	%rd38, %r12;
+	setp.lt.s32 	%p2, %r10, 1;
+	@%p2 bra 	$L__BB0_4;
+
+	shl.b32 	%r15, %r2, 4;
+	add.s32 	%r16, %r15, %r1;
+	cvta.to.global.u64 	%rd17, %rd15;
+	mul.wide.u32 	%rd18, %r16, 4;
+	add.s64 	%rd19, %rd17, %rd18;
+	ld.global.u32 	%r31, [%rd19];
+	add.s32 	%r17, %r1, 1;
+	and.b32  	%r18, %r17, 15;
+	cvt.u64.u32 	%rd20, %r18;
+	add.s32 	%r19, %r1, -1;
+	and.b32  	%r20, %r19, 15;
+	cvt.u64.u32 	%rd21, %r20;
+	cvt.s64.s32 	%rd22, %r17;
+	add.s64 	%rd23, %rd38, %rd20;
+	shl.b64 	%rd24, %rd23, 2;
+	add.s64 	%rd39, %rd1, %rd24;
+	add.s64 	%rd4, %rd22, 16;
+	add.s64 	%rd25, %rd38, %rd21;
+	shl.b64 	%rd26, %rd25, 2;
+	add.s64 	%rd27, %rd1, %rd26;
+	add.s64 	%rd37, %rd27, 64;
+	cvt.s64.s32 	%rd28, %r1;
+	add.s64 	%rd29, %rd28, %rd38;
+	shl.b64 	%rd30, %rd29, 2;
+	add.s64 	%rd31, %rd1, %rd30;
+	add.s64 	%rd36, %rd31, 64;
+	mov.u32 	%r29, 0;
+	mov.u32 	%r30, %r29;
+
+$L__BB0_3:
+	.pragma "nounroll";
+	mul.lo.s32 	%r21, %r31, 3;
+	add.s32 	%r22, %r30, %r21;
+	st.global.u32 	[%rd36+-64], %r22;
+	ld.global.u32 	%r23, [%rd39];
+	sub.s32 	%r24, %r23, %r21;
+	add.s32 	%r25, %r29, %r24;
+	st.global.u32 	[%rd36], %r25;
+	add.s64 	%rd32, %rd4, %rd38;
+	setp.eq.s32 	%p3, %r1, 15;
+	selp.b64 	%rd33, %rd38, %rd32, %p3;
+	shl.b64 	%rd34, %rd33, 2;
+	add.s64 	%rd35, %rd1, %rd34;
+	ld.global.u32 	%r26, [%rd35];
+	ld.global.u32 	%r27, [%rd37];
+	xor.b32  	%r28, %r26, %r27;
+	st.global.u32 	[%rd36+64], %r28;
+	add.s32 	%r31, %r25, %r28;
+	add.s64 	%rd39, %rd39, 192;
+	add.s64 	%rd38, %rd38, 48;
+	add.s64 	%rd37, %rd37, 192;
+	add.s64 	%rd36, %rd36, 192;
+	add.s32 	%r29, %r29, -1;
+	add.s32 	%r30, %r30, 1;
+	setp.lt.s32 	%p4, %r30, %r10;
+	@%p4 bra 	$L__BB0_3;
+
+$L__BB0_4:
+	ret;
+
+}
+"""
+
+
+def rows_model(seed, blocks, rounds):
+    """What a converged warp computes: each statement for all 16 lanes before the next."""
+    out = np.zeros((blocks, rounds, 48), np.int32)
+    i = np.arange(16)
+    with np.errstate(over="ignore"):
+        for blk in range(blocks):
+            v = seed[blk * 16:(blk + 1) * 16].astype(np.int32)
+            for r in range(rounds):
+                a = (v * np.int32(3) + np.int32(r)).astype(np.int32)
+                b = (a[(i + 1) & 15] - a).astype(np.int32)
+                c = (b[(i + 15) & 15] ^ np.where(i == 15, a[0], b[np.minimum(i + 1, 15)])).astype(np.int32)
+                v = (c + b).astype(np.int32)
+                out[blk, r] = np.concatenate([a, b, c])
+    return out.ravel()
+
+
+def test_stores_a_later_load_reads_get_a_yield():
+    from ptx import parse
+    from ptx.passes.flatten_scopes import flatten_function
+    flat = flatten_function(next(i for i in parse(ROWS).items if getattr(i, "name", "") == "lockstep_rows"))
+    spans = lockstep.loop_spans(flat.body)
+    hazards = lockstep.store_hazards(flat.body, spans)
+    # a[i] and b[i] are read back (by neighbours) in the same round; c[i] is not before the round ends
+    assert len(spans) == 1 and len(hazards) == 2, (spans, hazards)
+    yields = [st for st in lockstep.with_yields(flat).body if getattr(st, "mods", ()) == ("sync", "yield")]
+    assert len(yields) == 3
+
+
+@pytest.mark.parametrize("blocks,rounds,block", [(4, 20, 32), (3, 7, 16), (5, 1, 64), (2, 33, 17)])
+def test_lanes_read_what_neighbours_stored_this_round(blocks, rounds, block):
+    k = ptx.compile(ROWS).kernel("lockstep_rows")
+    seed = RNG.integers(-2**31, 2**31, blocks * 16, dtype=np.int64).astype(np.int32)
+    out = np.full(blocks * rounds * 48 + 5, 0x7EADBEEF, np.int32)
+    k.launch((blocks,), (block,), [out, seed, rounds])
+    np.testing.assert_array_equal(out[:-5], rows_model(seed, blocks, rounds))
+    assert (out[-5:] == 0x7EADBEEF).all()
+
+
+def test_lockstep_rows_as_an_h200_computes_them():
+    import json
+    from pathlib import Path
+    got = json.loads((Path(__file__).resolve().parent.parent / "data" / "nvidia_lockstep_rows.json").read_text())
+    blocks, rounds = got["blocks"], got["rounds"]
+    seed = (np.arange(blocks * 16, dtype=np.uint64) * 2654435761 % (1 << 32)).astype(np.uint32).view(np.int32)
+    want = np.array(got["out"], np.int32)
+    np.testing.assert_array_equal(want, rows_model(seed, blocks, rounds))     # the model is the GPU's order
+    out = np.full(want.size, -1, np.int32)
+    ptx.compile(ROWS).kernel("lockstep_rows").launch((blocks,), (32,), [out, seed, rounds])
+    np.testing.assert_array_equal(out, want)

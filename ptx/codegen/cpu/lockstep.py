@@ -13,12 +13,13 @@ from ptx.passes.sync_points import sync_kind
 # vectorised. As a region loop, an iteration runs for every thread before the next one: consecutive threads touch
 # consecutive addresses, as on a GPU, and each region is a loop over the threads that LLVM vectorises.
 MAX_SOFT_SITES = 8
+MAX_HAZARD_SITES = 16   # with the yields after stores that a load of the same iteration follows (store_hazards)
 ENABLED = True          # tests compare with the thread-at-a-time code
 
 
-def loop_headers(body) -> list:
-    """Indices of the labels a branch goes back to (the headers of the body's loops) whose loop has no sync point
-    (a loop with a barrier already runs an iteration at a time), in body order."""
+def loop_spans(body) -> dict:
+    """{index of a loop header (a label a branch goes back to): index of its last back edge} for the loops that
+    hold no sync point (a loop with a barrier already runs an iteration at a time)."""
     labels = {st.name: i for i, st in enumerate(body) if isinstance(st, A.Label)}
     syncs = [i for i, st in enumerate(body) if isinstance(st, A.Instruction) and sync_kind(st)]
     heads, spans = set(), {}
@@ -27,24 +28,56 @@ def loop_headers(body) -> list:
             j = labels.get(getattr(st.operands[0], "name", None))
             if j is not None and j <= i:
                 spans[j] = max(spans.get(j, i), i)
+    return {j: end for j, end in spans.items() if not any(j <= s <= end for s in syncs)}
+
+
+def loop_headers(body) -> list:
+    """Indices of the headers of the body's loops that hold no sync point, in body order."""
+    return sorted(loop_spans(body))
+
+
+def _shared_store(st) -> bool:
+    return isinstance(st, A.Instruction) and st.opcode == "st" and not {"local", "param"} & set(st.mods)
+
+
+def _shared_load(st) -> bool:
+    return isinstance(st, A.Instruction) and st.opcode == "ld" and not {"local", "param", "const", "nc"} & set(st.mods)
+
+
+def store_hazards(body, spans) -> list:
+    """Indices of the stores, in loops that run in lockstep, that a load of memory other threads see follows later
+    in the same iteration (body order, up to the loop's last back edge). Code written for a converged warp
+    reads what a neighbouring lane stored a few instructions before, with no __syncwarp (cuSOLVER's
+    svd_music_kernel builds a table that way): a yield after such a store lets every thread store before any
+    reads. Where the load sits in a branch the store's thread does not take, threads that skip the store may still
+    read before it, as the two sides of a divergent branch may run in either order on a GPU."""
+    out = set()
     for j, end in spans.items():
-        if not any(j <= s <= end for s in syncs):
-            heads.add(j)
-    return sorted(heads)
+        pending = None
+        for i in range(j, end + 1):
+            if _shared_store(body[i]):
+                pending = i
+            elif _shared_load(body[i]) and pending is not None:
+                out.add(pending)
+                pending = None
+    return sorted(out)
 
 
 def with_yields(flat):
     """A copy of `flat` with a yield (`bar.sync.yield 0`: a barrier to the region loops, nothing to the resumable
-    thread) after each loop header, or None when it has no such loop or too many. The threads need not agree at
+    thread) after each loop header and after each store_hazards store (while they fit), or None when it has no such loop or too many. The threads need not agree at
     a yield: the block function runs one that some wait at, for those threads only (region_kernel.py's soft region
     kernels), which is one of the orders independent threads may run in."""
-    heads = loop_headers(flat.body)
-    if not heads or len(heads) > MAX_SOFT_SITES:
+    spans = loop_spans(flat.body)
+    if not spans or len(spans) > MAX_SOFT_SITES:
         return None
     if any(isinstance(st, A.Instruction) and st.opcode == "brx" for st in flat.body):
         return None
+    at = set(spans)
+    hazards = store_hazards(flat.body, spans)
+    if len(at) + len(hazards) <= MAX_HAZARD_SITES:
+        at.update(hazards)
     body = []
-    at = set(heads)
     for i, st in enumerate(flat.body):
         body.append(st)
         if i in at:

@@ -1,5 +1,5 @@
 """CuPy on NVIDIA's libraries through the shim: cupy.random (cuRAND), `@` (cuBLAS, served by the BLAS front),
-cupy.fft (cuFFT), cupy.linalg.solve/cholesky/svd/eigh (cuSOLVER getrf/getrs, potrf, gesvd, syevd), sparse
+cupy.fft (cuFFT), cupy.linalg.solve/cholesky/svd/eigh (cuSOLVER getrf/getrs, potrf, gesvd, gesvdjBatched, syevd), sparse
 matrix-vector and matrix-matrix products (cuSPARSE SpMV, SpMM) and CUB sums, each on fresh random inputs
 against numpy/scipy, every element checked. argv[1]: the seed."""
 
@@ -84,6 +84,12 @@ def factorizations():
     w, v = (x.get() for x in cp.linalg.eigh(cp.asarray(spd)))
     check("linalg_eigh", bool(np.allclose(w, np.linalg.eigvalsh(spd), rtol=1e-10)
                               and np.allclose(spd @ v, v * w, atol=1e-8 * np.abs(w).max())))
+    # a batch of small matrices: cuSOLVER's batched Jacobi SVD (gesvdjBatched), whose svd_music_kernel relies
+    # on a warp's lanes running in lockstep
+    batch = rng.standard_normal((int(rng.integers(2, 6)), 6, 5)).astype(np.float32)
+    u, sv, vt = (x.get() for x in cp.linalg.svd(cp.asarray(batch), full_matrices=False))
+    check("linalg_svd_batched", bool(np.allclose(sv, np.linalg.svd(batch, compute_uv=False), rtol=1e-4, atol=1e-5)
+                                     and np.allclose((u * sv[:, None, :]) @ vt, batch, atol=1e-4)))
 
 
 def spmm():
