@@ -1042,3 +1042,209 @@ def test_lockstep_rows_as_an_h200_computes_them():
     out = np.full(want.size, -1, np.int32)
     ptx.compile(ROWS).kernel("lockstep_rows").launch((blocks,), (32,), [out, seed, rounds])
     np.testing.assert_array_equal(out, want)
+
+
+# nvcc -arch=compute_86 -ptx -O3 (CUDA 13.0) of:
+# __device__ void warp_reduce(volatile float *s, unsigned t) {
+#     s[t] += s[t + 32]; s[t] += s[t + 16]; s[t] += s[t + 8]; s[t] += s[t + 4]; s[t] += s[t + 2]; s[t] += s[t + 1];
+# }
+# extern "C" __global__ void reduce_volatile(const float *in, float *out) {
+#     __shared__ float s[256];
+#     unsigned t = threadIdx.x;
+#     s[t] = in[blockIdx.x * 256 + t];
+#     __syncthreads();
+#     for (unsigned stride = 128; stride > 32; stride >>= 1) {
+#         if (t < stride) s[t] += s[t + stride];
+#         __syncthreads();
+#     }
+#     if (t < 32) warp_reduce(s, t);
+#     if (t == 0) out[blockIdx.x] = s[0];
+# }
+# extern "C" __global__ void scan_volatile(const int *in, int *out) {
+#     __shared__ volatile int s[64];
+#     unsigned lane = threadIdx.x, t = lane + 32;
+#     s[lane] = 0;
+#     s[t] = in[blockIdx.x * 32 + lane];
+#     s[t] += s[t - 1]; s[t] += s[t - 2]; s[t] += s[t - 4]; s[t] += s[t - 8]; s[t] += s[t - 16];
+#     out[blockIdx.x * 32 + lane] = s[t];
+# }
+# Warp-synchronous code on volatile shared memory with no __syncwarp (the classic last-warp reduction and a padded
+# Hillis-Steele scan): a converged warp runs each statement's loads for all its lanes, then the stores.
+VOLATILE = ".version 9.0\n.target sm_86\n.address_size 64\n\n" + """.visible .entry reduce_volatile(
+	.param .u64 reduce_volatile_param_0,
+	.param .u64 reduce_volatile_param_1
+)
+{
+	.reg .pred 	%p<5>;
+	.reg .f32 	%f<27>;
+	.reg .b32 	%r<8>;
+	.reg .b64 	%rd<9>;
+	.shared .align 4 .b8 _ZZ15reduce_volatileE1s[1024];
+
+	ld.param.u64 	%rd2, [reduce_volatile_param_0];
+	ld.param.u64 	%rd1, [reduce_volatile_param_1];
+	mov.u32 	%r1, %ctaid.x;
+	shl.b32 	%r4, %r1, 8;
+	mov.u32 	%r2, %tid.x;
+	add.s32 	%r5, %r4, %r2;
+	cvta.to.global.u64 	%rd3, %rd2;
+	mul.wide.u32 	%rd4, %r5, 4;
+	add.s64 	%rd5, %rd3, %rd4;
+	ld.global.f32 	%f1, [%rd5];
+	shl.b32 	%r6, %r2, 2;
+	mov.u32 	%r7, _ZZ15reduce_volatileE1s;
+	add.s32 	%r3, %r7, %r6;
+	st.shared.f32 	[%r3], %f1;
+	bar.sync 	0;
+	setp.gt.u32 	%p1, %r2, 127;
+	@%p1 bra 	$L__BB0_2;
+
+	ld.shared.f32 	%f2, [%r3];
+	ld.shared.f32 	%f3, [%r3+512];
+	add.f32 	%f4, %f3, %f2;
+	st.shared.f32 	[%r3], %f4;
+
+$L__BB0_2:
+	bar.sync 	0;
+	setp.gt.u32 	%p2, %r2, 63;
+	@%p2 bra 	$L__BB0_4;
+
+	ld.shared.f32 	%f5, [%r3];
+	ld.shared.f32 	%f6, [%r3+256];
+	add.f32 	%f7, %f6, %f5;
+	st.shared.f32 	[%r3], %f7;
+
+$L__BB0_4:
+	bar.sync 	0;
+	setp.gt.u32 	%p3, %r2, 31;
+	@%p3 bra 	$L__BB0_6;
+
+	ld.volatile.shared.f32 	%f8, [%r3];
+	ld.volatile.shared.f32 	%f9, [%r3+128];
+	add.f32 	%f10, %f9, %f8;
+	st.volatile.shared.f32 	[%r3], %f10;
+	ld.volatile.shared.f32 	%f11, [%r3];
+	ld.volatile.shared.f32 	%f12, [%r3+64];
+	add.f32 	%f13, %f12, %f11;
+	st.volatile.shared.f32 	[%r3], %f13;
+	ld.volatile.shared.f32 	%f14, [%r3];
+	ld.volatile.shared.f32 	%f15, [%r3+32];
+	add.f32 	%f16, %f15, %f14;
+	st.volatile.shared.f32 	[%r3], %f16;
+	ld.volatile.shared.f32 	%f17, [%r3];
+	ld.volatile.shared.f32 	%f18, [%r3+16];
+	add.f32 	%f19, %f18, %f17;
+	st.volatile.shared.f32 	[%r3], %f19;
+	ld.volatile.shared.f32 	%f20, [%r3];
+	ld.volatile.shared.f32 	%f21, [%r3+8];
+	add.f32 	%f22, %f21, %f20;
+	st.volatile.shared.f32 	[%r3], %f22;
+	ld.volatile.shared.f32 	%f23, [%r3];
+	ld.volatile.shared.f32 	%f24, [%r3+4];
+	add.f32 	%f25, %f24, %f23;
+	st.volatile.shared.f32 	[%r3], %f25;
+
+$L__BB0_6:
+	setp.ne.s32 	%p4, %r2, 0;
+	@%p4 bra 	$L__BB0_8;
+
+	ld.shared.f32 	%f26, [_ZZ15reduce_volatileE1s];
+	cvta.to.global.u64 	%rd6, %rd1;
+	mul.wide.u32 	%rd7, %r1, 4;
+	add.s64 	%rd8, %rd6, %rd7;
+	st.global.f32 	[%rd8], %f26;
+
+$L__BB0_8:
+	ret;
+
+}
+.visible .entry scan_volatile(
+	.param .u64 scan_volatile_param_0,
+	.param .u64 scan_volatile_param_1
+)
+{
+	.reg .b32 	%r<26>;
+	.reg .b64 	%rd<8>;
+	.shared .align 4 .b8 _ZZ13scan_volatileE1s[256];
+
+	ld.param.u64 	%rd1, [scan_volatile_param_0];
+	ld.param.u64 	%rd2, [scan_volatile_param_1];
+	cvta.to.global.u64 	%rd3, %rd2;
+	cvta.to.global.u64 	%rd4, %rd1;
+	mov.u32 	%r1, %tid.x;
+	shl.b32 	%r2, %r1, 2;
+	mov.u32 	%r3, _ZZ13scan_volatileE1s;
+	add.s32 	%r4, %r3, %r2;
+	mov.u32 	%r5, 0;
+	st.volatile.shared.u32 	[%r4], %r5;
+	mov.u32 	%r6, %ctaid.x;
+	shl.b32 	%r7, %r6, 5;
+	add.s32 	%r8, %r7, %r1;
+	mul.wide.u32 	%rd5, %r8, 4;
+	add.s64 	%rd6, %rd4, %rd5;
+	ld.global.u32 	%r9, [%rd6];
+	st.volatile.shared.u32 	[%r4+128], %r9;
+	ld.volatile.shared.u32 	%r10, [%r4+124];
+	ld.volatile.shared.u32 	%r11, [%r4+128];
+	add.s32 	%r12, %r11, %r10;
+	st.volatile.shared.u32 	[%r4+128], %r12;
+	ld.volatile.shared.u32 	%r13, [%r4+120];
+	ld.volatile.shared.u32 	%r14, [%r4+128];
+	add.s32 	%r15, %r14, %r13;
+	st.volatile.shared.u32 	[%r4+128], %r15;
+	ld.volatile.shared.u32 	%r16, [%r4+112];
+	ld.volatile.shared.u32 	%r17, [%r4+128];
+	add.s32 	%r18, %r17, %r16;
+	st.volatile.shared.u32 	[%r4+128], %r18;
+	ld.volatile.shared.u32 	%r19, [%r4+96];
+	ld.volatile.shared.u32 	%r20, [%r4+128];
+	add.s32 	%r21, %r20, %r19;
+	st.volatile.shared.u32 	[%r4+128], %r21;
+	ld.volatile.shared.u32 	%r22, [%r4+64];
+	ld.volatile.shared.u32 	%r23, [%r4+128];
+	add.s32 	%r24, %r23, %r22;
+	st.volatile.shared.u32 	[%r4+128], %r24;
+	ld.volatile.shared.u32 	%r25, [%r4+128];
+	add.s64 	%rd7, %rd3, %rd5;
+	st.global.u32 	[%rd7], %r25;
+	ret;
+
+}
+"""
+
+
+def reduce_volatile_model(x):
+    s = x.reshape(-1, 256).astype(np.float32).copy()
+    for stride in (128, 64):
+        s[:, :stride] += s[:, stride:2 * stride]
+    for off in (32, 16, 8, 4, 2, 1):
+        s[:, :32] = s[:, :32] + s[:, off:off + 32]
+    return s[:, 0].copy()
+
+
+@pytest.mark.parametrize("blocks", [1, 5, 64])
+def test_volatile_warp_reduction(blocks):
+    x = RNG.uniform(-1, 1, blocks * 256).astype(np.float32)
+    out = np.full(blocks + 3, np.nan, np.float32)
+    ptx.compile(VOLATILE).kernel("reduce_volatile").launch((blocks,), (256,), [x, out])
+    np.testing.assert_array_equal(out[:blocks], reduce_volatile_model(x))
+    assert np.isnan(out[blocks:]).all()
+
+
+@pytest.mark.parametrize("blocks", [1, 7, 40])
+def test_volatile_warp_scan(blocks):
+    a = RNG.integers(-50000, 50000, blocks * 32).astype(np.int32)
+    out = np.full(blocks * 32 + 3, 0x7EADBEEF, np.int32)
+    ptx.compile(VOLATILE).kernel("scan_volatile").launch((blocks,), (32,), [a, out])
+    np.testing.assert_array_equal(out[:-3], np.cumsum(a.reshape(blocks, 32), axis=1, dtype=np.int32).ravel())
+    assert (out[-3:] == 0x7EADBEEF).all()
+
+
+def test_volatile_steps_split_loads_from_stores():
+    from ptx import parse
+    from ptx.passes.flatten_scopes import flatten_function
+    fn = next(i for i in parse(VOLATILE).items if getattr(i, "name", "") == "scan_volatile")
+    before, after = lockstep.volatile_steps(flatten_function(fn).body)
+    # five steps, each with a yield before its store (after its loads) and one after it (the next step's loads,
+    # and the final read of s[t], follow), and one after the store of the input (the first step's loads follow)
+    assert len(before) == 5 and len(after) == 6, (before, after)

@@ -63,22 +63,59 @@ def store_hazards(body, spans) -> list:
     return sorted(out)
 
 
+def _volatile(st) -> bool:
+    return "volatile" in st.mods and (_shared_store(st) or _shared_load(st))
+
+
+def volatile_steps(body) -> tuple:
+    """(stores a yield goes before, stores a yield goes after): volatile accesses written for a converged warp
+    (the classic warp-synchronous reduction and scan: `if (t < 32) { s[t] += s[t + 16]; s[t] += s[t + 8]; ... }`
+    on a `volatile` array, no __syncwarp) run each step's loads for every thread, then its stores, then the next
+    step's loads, as a warp does. A yield goes before a volatile store that a volatile load precedes and after one
+    that a volatile load follows (body order, between sync points), next to the store so that a branch around
+    either side cannot skip it."""
+    before, after = set(), set()
+    loaded, stored = False, None
+    for i, st in enumerate(body):
+        if not isinstance(st, A.Instruction):
+            continue
+        if sync_kind(st):
+            loaded, stored = False, None
+        elif _volatile(st) and st.opcode == "st":
+            if loaded:
+                before.add(i)
+            loaded, stored = False, i
+        elif _volatile(st):
+            if stored is not None:
+                after.add(stored)
+            loaded, stored = True, None
+    return sorted(before), sorted(after)
+
+
 def with_yields(flat):
     """A copy of `flat` with a yield (`bar.sync.yield 0`: a barrier to the region loops, nothing to the resumable
-    thread) after each loop header and after each store_hazards store (while they fit), or None when it has no such loop or too many. The threads need not agree at
-    a yield: the block function runs one that some wait at, for those threads only (region_kernel.py's soft region
-    kernels), which is one of the orders independent threads may run in."""
+    thread) after each loop header, after each store_hazards store and around volatile_steps stores (while they
+    fit), or None when it has none or too many. The threads need not agree at a yield: the block function runs one
+    that some wait at, for those threads only (region_kernel.py's soft region kernels), which is one of the orders
+    independent threads may run in."""
     spans = loop_spans(flat.body)
-    if not spans or len(spans) > MAX_SOFT_SITES:
+    if len(spans) > MAX_SOFT_SITES:
         return None
     if any(isinstance(st, A.Instruction) and st.opcode == "brx" for st in flat.body):
         return None
-    at = set(spans)
-    hazards = store_hazards(flat.body, spans)
-    if len(at) + len(hazards) <= MAX_HAZARD_SITES:
+    at, pre = set(spans), set()
+    hazards = set(store_hazards(flat.body, spans))
+    vbefore, vafter = volatile_steps(flat.body)
+    hazards.update(vafter)
+    if len(at) + len(hazards) + len(vbefore) <= MAX_HAZARD_SITES:
         at.update(hazards)
+        pre.update(vbefore)
+    if not at and not pre:
+        return None
     body = []
     for i, st in enumerate(flat.body):
+        if i in pre:
+            body.append(A.Instruction("bar", ("sync", "yield"), [A.Imm(0)], pos=st.pos))
         body.append(st)
         if i in at:
             body.append(A.Instruction("bar", ("sync", "yield"), [A.Imm(0)], pos=st.pos))
