@@ -1248,3 +1248,20 @@ def test_volatile_steps_split_loads_from_stores():
     # five steps, each with a yield before its store (after its loads) and one after it (the next step's loads,
     # and the final read of s[t], follow), and one after the store of the input (the first step's loads follow)
     assert len(before) == 5 and len(after) == 6, (before, after)
+
+
+def test_volatile_warp_code_as_an_h100_computes_it():
+    import json
+    from pathlib import Path
+    got = json.loads((Path(__file__).resolve().parent.parent / "data" / "nvidia_volatile_warp.json").read_text())
+    m = ptx.compile(VOLATILE)
+    x = np.array([float.fromhex(v) for v in got["x"]], np.float32)
+    want = np.array([float.fromhex(v) for v in got["reduce"]], np.float32)
+    out = np.full(want.size, np.nan, np.float32)
+    m.kernel("reduce_volatile").launch((want.size,), (256,), [x, out])
+    np.testing.assert_array_equal(out, want)
+    np.testing.assert_array_equal(reduce_volatile_model(x), want)     # the model is the GPU's order
+    a, want = np.array(got["a"], np.int32), np.array(got["scan"], np.int32)
+    out = np.full(want.size, -1, np.int32)
+    m.kernel("scan_volatile").launch((want.size // 32,), (32,), [a, out])
+    np.testing.assert_array_equal(out, want)
