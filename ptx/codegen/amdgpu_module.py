@@ -11,7 +11,7 @@ from ptx.codegen import ptxtypes as T
 from ptx.codegen.amdgpu_emitter import AmdgpuFunctionEmitter, AmdModuleContext
 from ptx.codegen.module_context import (BUILTIN_FUNCS, init_bytes, flat_init, layout_params, setup_addr_vars,
                                         reg_signature, assemble, decl_align, decl_size, round_up, llvm_name,
-                                        kernel_shared_layout)
+                                        kernel_shared_layout, device_function)
 from ptx.codegen.reserved_smem import reserve_smem
 from ptx.errors import PTXUnsupportedError
 from ptx.passes.flatten_scopes import flatten_function
@@ -116,35 +116,7 @@ def _initialiser_with_addresses(d, data, relocs, mctx):
 def _emit_device_function(func, flat, mctx):
     em = AmdgpuFunctionEmitter(mctx, flat, "func")
     em.start_entry()
-    args, reg_params = [], []
-    for i, d in enumerate(func.returns):
-        p = f'%"ret.{i}"'
-        args.append(f"ptr {p}")
-        (reg_params.append(("ret", d, p)) if d.space == "reg" else em.func_params.__setitem__(d.name, p))
-    for i, d in enumerate(func.params):
-        p = f'%"arg.{i}"'
-        args.append(f"ptr {p}")
-        (reg_params.append(("arg", d, p)) if d.space == "reg" else em.func_params.__setitem__(d.name, p))
-    setup_addr_vars(em, flat, in_frame=False)
-    for _, d, _ in reg_params:
-        flat.decls.setdefault(d.name, d)
-    f = em.f
-    f.label("start")
-    for kind, d, p in reg_params:
-        if kind == "arg":
-            ty = T.llvm_type(d.type.name)
-            em.write(A.Reg(d.name), f.op(f"load {ty}, ptr {p}"), d.type.name)
-    em.ret_label = "fn.ret"
-    em.emit_body()
-    f.label("fn.ret")
-    for kind, d, p in reg_params:
-        if kind == "ret":
-            ty = T.llvm_type(d.type.name)
-            f.emit(f"store {ty} {em.read(A.Reg(d.name), d.type.name)}, ptr {p}")
-    f.term("ret i32 0")
-    sig = reg_signature() + "".join(", " + a for a in args)
-    header = f"define internal i32 {llvm_name('f', func.name)}({sig}) {{"
-    return assemble(header, em, ["  br label %start"], f.lines, [])
+    return device_function(em, func, flat)
 
 
 def _uses_bar_red(flat):

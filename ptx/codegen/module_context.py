@@ -213,3 +213,37 @@ def kernel_shared_layout(flat, mctx, dyn_align, dyn_names):
         mctx.shared_kernel[d.name] = off
         off += decl_size(d)
     return off, dyn_align, dyn_names
+
+
+def device_function(em, func: A.Function, flat) -> str:
+    """A .func as an LLVM function of the thread's registers (reg_signature) and a pointer per return value and
+    parameter; `em`: the target's emitter, its entry started."""
+    args, reg_params = [], []
+    for kind, decls in (("ret", func.returns), ("arg", func.params)):
+        for i, d in enumerate(decls):
+            p = f'%"{kind}.{i}"'
+            args.append(f"ptr {p}")
+            if d.space == "reg":
+                reg_params.append((kind, d, p))
+            else:
+                em.func_params[d.name] = p
+    setup_addr_vars(em, flat, in_frame=False)
+    for _, d, _ in reg_params:
+        flat.decls.setdefault(d.name, d)
+    f = em.f
+    f.label("start")
+    for kind, d, p in reg_params:
+        if kind == "arg":
+            ty = T.llvm_type(d.type.name)
+            em.write(A.Reg(d.name), f.op(f"load {ty}, ptr {p}"), d.type.name)
+    em.ret_label = "fn.ret"
+    em.emit_body()
+    f.label("fn.ret")
+    for kind, d, p in reg_params:
+        if kind == "ret":
+            ty = T.llvm_type(d.type.name)
+            f.emit(f"store {ty} {em.read(A.Reg(d.name), d.type.name)}, ptr {p}")
+    f.term("ret i32 0")
+    sig = reg_signature() + "".join(", " + a for a in args)
+    header = f"define internal i32 {llvm_name('f', func.name)}({sig}) {{"
+    return assemble(header, em, ["  br label %start"], f.lines, [])

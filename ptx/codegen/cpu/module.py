@@ -15,8 +15,8 @@ from ptx.passes.inline_sync_calls import inline_sync_calls
 from ptx.passes.sync_points import functions_with_sync, sync_kind
 from ptx.codegen.cpu import lockstep
 from ptx.codegen.cpu.kernel_entry import emit_kernel
-from ptx.codegen.module_context import (BUILTIN_FUNCS, ModuleContext, assemble, decl_align, decl_size, flat_init,
-                                        init_bytes, llvm_name, reg_signature, round_up, setup_addr_vars)
+from ptx.codegen.module_context import (BUILTIN_FUNCS, ModuleContext, decl_align, decl_size, device_function,
+                                        flat_init, init_bytes, llvm_name, round_up)
 
 # the instruction families register their handlers on import
 from ptx.codegen import ops_int, ops_float, ops_cvt, ops_mem, ops_ctrl, ops_warp, ops_atom, ops_mbarrier  # noqa: F401
@@ -65,44 +65,7 @@ def emit_global(d: A.VarDecl, mctx: ModuleContext, out: list):
 def emit_device_function(func: A.Function, flat, mctx: ModuleContext):
     em = FunctionEmitter(mctx, flat, "func")
     em.entry_code = []
-    args = []
-    reg_params = []
-    for i, d in enumerate(func.returns):
-        p = f'%"ret.{i}"'
-        args.append(f"ptr {p}")
-        if d.space == "reg":
-            reg_params.append(("ret", d, p))
-        else:
-            em.func_params[d.name] = p
-    for i, d in enumerate(func.params):
-        p = f'%"arg.{i}"'
-        args.append(f"ptr {p}")
-        if d.space == "reg":
-            reg_params.append(("arg", d, p))
-        else:
-            em.func_params[d.name] = p
-    setup_addr_vars(em, flat, in_frame=False)
-    for kind, d, p in reg_params:
-        flat.decls.setdefault(d.name, d)
-    f = em.f
-    f.label("start")
-    for kind, d, p in reg_params:
-        if kind == "arg":
-            ty = T.llvm_type(d.type.name)
-            v = f.op(f"load {ty}, ptr {p}")
-            em.write(A.Reg(d.name), v, d.type.name)
-    em.ret_label = "fn.ret"
-    em.emit_body()
-    f.label("fn.ret")
-    for kind, d, p in reg_params:
-        if kind == "ret":
-            ty = T.llvm_type(d.type.name)
-            v = em.read(A.Reg(d.name), d.type.name)
-            f.emit(f"store {ty} {v}, ptr {p}")
-    f.term("ret i32 0")
-    sig = reg_signature() + "".join(", " + a for a in args)
-    header = f"define internal i32 {llvm_name('f', func.name)}({sig}) {{"
-    return assemble(header, em, ["  br label %start"], f.lines, [])
+    return device_function(em, func, flat)
 
 
 @dataclass
