@@ -252,16 +252,10 @@ barrier:
   %rel = call i32 @ptx_sched_release_barrier(ptr %W, i32 %n, i32 {fb})
   %released = icmp ne i32 %rel, 0
   br i1 %released, label %outer, label %next
-next:
-  %b.next = add nuw i64 %b, 1
-  %more = icmp ult i64 %b.next, %last
-  br i1 %more, label %head, label %done
 fail:
   %code = sub i32 %r, {FE.ST_ABORT_BASE}
   ret i32 %code
-done:
-  ret i32 0
-}}"""
+{BLOCK_NEXT}"""
 
 
 # The fallback module's entry for one region kernel: the block's SoA slots into the resumable threads'
