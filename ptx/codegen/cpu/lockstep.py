@@ -22,7 +22,7 @@ def loop_spans(body) -> dict:
     hold no sync point (a loop with a barrier already runs an iteration at a time)."""
     labels = {st.name: i for i, st in enumerate(body) if isinstance(st, A.Label)}
     syncs = [i for i, st in enumerate(body) if isinstance(st, A.Instruction) and sync_kind(st)]
-    heads, spans = set(), {}
+    spans = {}
     for i, st in enumerate(body):
         if isinstance(st, A.Instruction) and st.opcode == "bra" and st.operands:
             j = labels.get(getattr(st.operands[0], "name", None))
@@ -36,11 +36,12 @@ def loop_headers(body) -> list:
     return sorted(loop_spans(body))
 
 
-def _shared_store(st) -> bool:
+# accesses other threads may see: not .local or .param (nor, for loads, .const or .nc data nothing writes)
+def _visible_store(st) -> bool:
     return isinstance(st, A.Instruction) and st.opcode == "st" and not {"local", "param"} & set(st.mods)
 
 
-def _shared_load(st) -> bool:
+def _visible_load(st) -> bool:
     return isinstance(st, A.Instruction) and st.opcode == "ld" and not {"local", "param", "const", "nc"} & set(st.mods)
 
 
@@ -55,16 +56,16 @@ def store_hazards(body, spans) -> list:
     for j, end in spans.items():
         pending = None
         for i in range(j, end + 1):
-            if _shared_store(body[i]):
+            if _visible_store(body[i]):
                 pending = i
-            elif _shared_load(body[i]) and pending is not None:
+            elif _visible_load(body[i]) and pending is not None:
                 out.add(pending)
                 pending = None
     return sorted(out)
 
 
 def _volatile(st) -> bool:
-    return "volatile" in st.mods and (_shared_store(st) or _shared_load(st))
+    return "volatile" in st.mods and (_visible_store(st) or _visible_load(st))
 
 
 def volatile_steps(body) -> tuple:

@@ -72,11 +72,8 @@ def _interval(setp, negated_skip, body, defs):
     return _holds(cmp, c) if negated_skip else _fails(cmp, c)
 
 
-_PURE = REMAT_OPS
-
-
 def _pure(st):
-    return st.opcode in _PURE and not any(isinstance(op, A.Address) for op in st.operands)
+    return st.opcode in REMAT_OPS and not any(isinstance(op, A.Address) for op in st.operands)
 
 
 def guard(body, start, reach, is_reg, live, remat):
@@ -87,12 +84,6 @@ def guard(body, start, reach, is_reg, live, remat):
     unless the regions recompute it (remat, uniform.rematerializable); live: {statement index of a sync point: the
     registers live after it}."""
     from ptx.passes.liveness import defs_uses
-    defs = {}
-    for i, st in enumerate(body):
-        if isinstance(st, A.Instruction):
-            for r in defs_uses(st, is_reg)[0]:
-                defs.setdefault(r, []).append(i)
-    labels = {st.name: i for i, st in enumerate(body) if isinstance(st, A.Label)}
     g = start
     while g < len(body) and g in reach:
         st = body[g]
@@ -105,7 +96,8 @@ def guard(body, start, reach, is_reg, live, remat):
     else:
         return None
     bra = body[g]
-    land = labels.get(getattr(bra.operands[0], "name", None))
+    target = getattr(bra.operands[0], "name", None)
+    land = next((i for i, st in enumerate(body) if isinstance(st, A.Label) and st.name == target), None)
     if land is None:
         return None
     while land < len(body) and isinstance(body[land], A.Label):
@@ -115,6 +107,12 @@ def guard(body, start, reach, is_reg, live, remat):
         return None
     if not (sync_kind(end) or end.opcode in ("ret", "exit")):
         return None
+    # only now, for the few regions that start with such a branch: where each register is written
+    defs = {}
+    for i, st in enumerate(body):
+        if isinstance(st, A.Instruction):
+            for r in defs_uses(st, is_reg)[0]:
+                defs.setdefault(r, []).append(i)
     pdefs = defs.get(bra.guard[0], [])
     if len(pdefs) != 1 or body[pdefs[0]].guard:
         return None
