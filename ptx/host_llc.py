@@ -131,15 +131,18 @@ class _Child:
             except OSError as e:
                 raise PTXError(f"compiling {what}: cannot start the LLVM child: {e}") from None
 
-    def compile(self, ir: str, cpu: str, opt, timeout: float, what: str, vectorize=True) -> bytes:
+    def compile(self, ir: str, cpu: str, opt: int, timeout: float, what: str, vectorize=True) -> bytes:
+        return self.request(cpu, b"%d%s" % (opt, b"" if vectorize else b"s"), ir, timeout, what)
+
+    def request(self, cpu: str, kind: bytes, ir: str, timeout: float, what: str) -> bytes:
+        """The child's answer to one request (`kind`: an optimisation level, or MASK) for the IR text."""
         from ptx.errors import PTXError
         data = ir.encode()
         with self.lock:
             self.start(what)
             deadline = time.monotonic() + timeout
             try:
-                level = opt.encode() if isinstance(opt, str) else b"%d%s" % (opt, b"" if vectorize else b"s")
-                self.proc.stdin.write(b"%s %s %d\n" % ((cpu or "-").encode(), level, len(data)) + data)
+                self.proc.stdin.write(b"%s %s %d\n" % ((cpu or "-").encode(), kind, len(data)) + data)
                 self.proc.stdin.flush()
                 line = b""
                 while not line.endswith(b"\n"):
@@ -175,7 +178,7 @@ def start():
 
 def masked_stores_fast(cpu: str) -> bool:
     """host_target.masked_stores_fast(cpu), answered by the child's LLVM (the parent need not load its own)."""
-    return _child.compile("", cpu, "MASK", 300, "the masked-store probe") == b"1"
+    return _child.request(cpu, b"MASK", "", 300, "the masked-store probe") == b"1"
 
 
 def compile_object(ir: str, cpu: str, opt: int, what: str = "kernel code") -> bytes:
