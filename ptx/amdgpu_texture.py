@@ -15,11 +15,12 @@ import tempfile
 from pathlib import Path
 
 from ptx.errors import PTXUnsupportedError
+from ptx.runtime.texture import ENTRY_POINTS
 
 RUNTIME = Path(__file__).resolve().parent / "runtime"
 SOURCES = (RUNTIME / "texture.c", RUNTIME / "texture.h")
 # the declarations ops_tex emits for runtime/texture.py's ENTRY_POINTS
-_DECL = re.compile(r"^declare [^@\n]*@(ptx_tex_fetch|ptx_tex_gather|ptx_tex_query|ptx_surf_access)\(", re.M)
+_DECL = re.compile(r"^declare [^@\n]*@(" + "|".join(ENTRY_POINTS) + r")\(", re.M)
 
 
 def needed(ir: str) -> bool:

@@ -17,7 +17,7 @@ from ptx.errors import PTXUnsupportedError
 from ptx.passes.flatten_scopes import flatten_function
 
 from ptx.codegen import ops_int, ops_float, ops_cvt, ops_mem, ops_ctrl, ops_warp, ops_atom, ops_mbarrier  # noqa: F401
-from ptx.codegen import ops_tex  # noqa: F401
+from ptx.codegen import ops_surf, ops_tex  # noqa: F401
 from ptx.codegen import ops_simd  # noqa: F401  (video and packed 16x2 integer instructions)
 from ptx.codegen import ops_async  # noqa: F401  (cp.async and the bulk and tensor-map copies)
 from ptx.codegen import ops_cluster, ops_narrow_float, ops_f32x2  # noqa: F401  (clusters of one, fp8/6/4, f32x2)

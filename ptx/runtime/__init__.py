@@ -34,6 +34,7 @@ import threading
 from pathlib import Path
 
 from ptx.runtime.build import RuntimeBuildError, ensure_built  # noqa: F401
+from ptx.runtime.texture import ENTRY_POINTS as TEXTURE_ENTRY_POINTS
 
 OK, TRAP, ASSERT, BAD_LAUNCH = 0, 1, 2, 3
 COOPERATIVE = 1
@@ -49,11 +50,7 @@ CALLBACKS = (
     "ptx_rt_grid_sync",
     "ptx_rt_yield",
     "ptx_rt_memcheck",
-    # texture.c: tex, tld4, txq/suq, suld/sust (ptx/codegen/ops_tex.py)
-    "ptx_tex_fetch",
-    "ptx_tex_gather",
-    "ptx_tex_query",
-    "ptx_surf_access",
+    # texture.c's ENTRY_POINTS follow (ptx/codegen/ops_tex.py, ops_surf.py)
     # devlaunch.c: cudadevrt's device functions (ptx/codegen/ops_cdp.py)
     "ptx_rt_cdp_param_buffer",
     "ptx_rt_cdp_param_buffer_v2",
@@ -66,7 +63,7 @@ CALLBACKS = (
     "ptx_rt_cdp_last_error",
     "ptx_rt_cdp_error_text",
     "ptx_rt_graph_set_conditional",
-)
+) + TEXTURE_ENTRY_POINTS
 
 _lock = threading.Lock()
 _lib: ctypes.CDLL | None = None
