@@ -4,6 +4,9 @@
   inputs' exponent fields; C's own) of the nonzero terms, fixes a grid of 2^(E-25); each term is truncated
   toward zero onto it, the terms are summed exactly and the sum is truncated to f32 (an .f16 C and D: the
   sum is rounded to f16, ties to even). inf/NaN inputs follow IEEE; a NaN result is 0x7FFFFFFF / 0x7FFF.
+- .e4m3/.e5m2 inputs: widened to f16 (exact), two such f16 steps from +0 (the products whose k is 0 or 1
+  mod 4, then those at 2 or 3 on that result), then C added by an IEEE add in the accumulator type; see
+  fp8_dot.
 - mma.m8n8k4 .f16 (not a tensor-core shape on sm_80+): f32 additions, see m8n8k4_f16.
 - .f64: a chain of fused multiply-adds from C, in k order, in the rounding mode; NaN operands come out as
   they are, an invalid operation gives the form's default NaN.
@@ -26,8 +29,12 @@ class Num:
 
 
 def decode(em, raw, ty):
-    """Num of a raw element: i16 for f16/bf16, i32 for tf32 (its low 13 bits unused) and f32."""
+    """Num of a raw element: i8 for e4m3/e5m2, i16 for f16/bf16, i32 for tf32 (its low 13 bits unused) and
+    f32."""
     f = em.f
+    if ty in ("e4m3", "e5m2"):
+        # the hardware's exponent estimate is the widened f16's: an .e4m3 subnormal is an f16 normal
+        return decode(em, fp8_to_f16(em, raw, ty), "f16")
     eb, mb, bias = FLOATS[ty]
     if ty == "f16":
         v = f.op(f"fpext half {f.op(f'bitcast i16 {raw} to half')} to double")
@@ -47,6 +54,25 @@ def decode(em, raw, ty):
     est = f.op(f"sub i32 {f.op(f'call i32 @llvm.umax.i32(i32 {e}, i32 1)')}, {bias}")
     em.m.declare("declare i32 @llvm.umax.i32(i32, i32)")
     return Num(v, est)
+
+
+def fp8_to_f16(em, raw, ty):
+    """i16 f16 bits of an i8 .e4m3/.e5m2 element (f16 holds every fp8 value exactly; NaN as 0x7E00)."""
+    f = em.f
+    w = f.op(f"zext i8 {raw} to i16")
+    if ty == "e5m2":
+        return f.op(f"shl i16 {w}, 8")
+    mag = f.op(f"and i16 {w}, 127")
+    sign = f.op(f"shl i16 {f.op(f'and i16 {w}, 128')}, 8")
+    # a normal: the f16 exponent is .e4m3's plus 8 (the biases 15 - 7), the 3 mantissa bits at the top
+    normal = f.op(f"add i16 {f.op(f'shl i16 {mag}, 7')}, 8192")
+    # a subnormal (m * 2^-9) is an f16 normal: convert it as a number, exactly
+    m = f.op(f"uitofp i16 {f.op(f'and i16 {mag}, 7')} to float")
+    sub = f.op(f"fptrunc float {f.op(f'fmul float {m}, 0x3F60000000000000')} to half")
+    sub = f.op(f"bitcast half {sub} to i16")
+    bits = f.op(f"select i1 {f.op(f'icmp ult i16 {mag}, 8')}, i16 {sub}, i16 {normal}")
+    bits = f.op(f"select i1 {f.op(f'icmp eq i16 {mag}, 127')}, i16 32256, i16 {bits}")
+    return f.op(f"or i16 {bits}, {sign}")
 
 
 def _pow2(em, e_i32, plus):
@@ -126,6 +152,25 @@ def tensor_dot(em, pairs, c, out, block=None):
                 return f16_bits(em, em.f.op(f"bitcast i32 {bits} to float"))
             return bits
         c = decode(em, bits, "f32")
+
+
+def fp8_dot(em, pairs, c_raw, out):
+    """D element of the .e4m3/.e5m2 forms (pairs: Nums of the widened elements, in k order; c_raw: C's i32 f32
+    or i16 f16 bits; out: 'f32' or 'f16', C's and D's type): i32 / i16 bits. sm_90 runs these as two f16
+    tensor-core steps from +0, the low half of each A/B register (k = 0, 1 mod 4) and then the high half on
+    its result, each step rounded as an f16 step rounds into `out`, and adds C last."""
+    f = em.f
+    acc = Num("0.0", "0")
+    for half in (0, 1):
+        x = grid_dot(em, [p for q, p in enumerate(pairs) if q % 4 // 2 == half], acc)
+        bits = f16_bits(em, x, "double") if out == "f16" else rz_f32(em, x)
+        acc = decode(em, bits, out)
+    if out == "f16":
+        # two f16 values sum exactly in a double: its conversion is the add's one rounding
+        c = f.op(f"fpext half {f.op(f'bitcast i16 {c_raw} to half')} to double")
+        return f16_bits(em, f.op(f"fadd double {acc.value}, {c}"), "double")
+    return canon_nan32(em, f.op(f"fadd float {f.op(f'bitcast i32 {bits} to float')}, "
+                                f"{f.op(f'bitcast i32 {c_raw} to float')}"))
 
 
 def m8n8k4_f16(em, products, c, ctype, out):

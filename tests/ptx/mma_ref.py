@@ -2,7 +2,8 @@
 stmatrix, movmatrix) and the H200's measured wmma fragment maps (tests/data/nvidia_mma_answers.json):
 fragment <-> matrix conversion of register words, and the exact numerics of each family as the H200
 computes them (floating point: products exact, aligned to the largest exponent estimate with 25 bits below
-it, each truncated toward zero, summed exactly, the sum truncated; see fused_dot)."""
+it, each truncated toward zero, summed exactly, the sum truncated; see fused_dot; .e4m3/.e5m2: two such f16
+steps and an add of C, see fp8_dot)."""
 
 from __future__ import annotations
 
@@ -395,6 +396,8 @@ def dot(form, pairs, c_raw):
         return acc
     if ".m8n8k4." in name:
         return _m8n8k4_f16(pairs, c_raw, ct, dt)
+    if at in ("e4m3", "e5m2"):
+        return fp8_dot(pairs, c_raw, at, bt, dt)
     block = 4 if (name.startswith("wmma") and at == "tf32") else len(pairs)
     acc, acc_t = c_raw, ct
     for s in range(0, len(pairs), block):
@@ -406,6 +409,48 @@ def dot(form, pairs, c_raw):
     if dt == "f16" and ct == "f32":
         return f32_to_f16_rn(acc)
     return acc
+
+
+def fp8_to_f16(raw, ty):
+    """Raw f16 bits of an .e4m3/.e5m2 element: f16 holds every fp8 value exactly (an .e4m3 subnormal is an
+    f16 normal, so its exponent estimate is its own exponent, not .e4m3's emin); NaN as 0x7E00."""
+    if ty == "e5m2":
+        return raw << 8
+    from fractions import Fraction
+    sign = (raw & 0x80) << 8
+    e, m = (raw >> 3) & 15, raw & 7
+    if e == 15 and m == 7:
+        return sign | 0x7E00
+    if e == 0:
+        return sign | to_f16_exact(Fraction(m, 512))
+    return sign | ((e + 8) << 10) | (m << 7)
+
+
+def _ieee_add(x_raw, c_raw, ty):
+    """x + c in the accumulator type (round to nearest even), NaN canonical: the sum of two f16 or two f32
+    values is exact in f64, so converting it is the one rounding."""
+    dt = {"f16": np.float16, "f32": np.float32}[ty]
+    ut = {"f16": np.uint16, "f32": np.uint32}[ty]
+    v = lambda r: np.float64(np.array([r], ut).view(dt)[0])
+    with np.errstate(all="ignore"):
+        s = dt(v(x_raw) + v(c_raw))
+    if math.isnan(s):
+        return NAN16 if ty == "f16" else NAN32
+    return int(np.array([s], dt).view(ut)[0])
+
+
+def fp8_dot(pairs, c_raw, at, bt, dt):
+    """.e4m3/.e5m2 mma.sync as sm_90 runs it (every recorded H200 answer): the elements widened to f16 (exact)
+    and two f16 tensor-core steps (fused_dot) from +0, first the products whose k is 0 or 1 mod 4 (the low
+    half of each A/B register), then those at 2 or 3 mod 4 on the first step's result, each rounded to the
+    accumulator type as that step rounds it (f32: truncated; f16: to nearest); C is added last, by an IEEE
+    add in the accumulator type. A single grid sum over all k, or C inside the first step, or the high halves
+    first, each miss thousands of the recorded results."""
+    h = [(fp8_to_f16(a, at), fp8_to_f16(b, bt)) for a, b in pairs]
+    acc = 0
+    for half in (0, 1):
+        acc = fused_dot([p for q, p in enumerate(h) if q % 4 // 2 == half], acc, "f16", "f16", dt, out=dt)
+    return _ieee_add(acc, c_raw, dt)
 
 
 def _m8n8k4_f16(pairs, c_raw, ct, dt):
