@@ -18,7 +18,7 @@ from ptx.errors import PTXUnsupportedError
 from ptx.runtime.texture import ENTRY_POINTS
 
 RUNTIME = Path(__file__).resolve().parent / "runtime"
-SOURCES = (RUNTIME / "texture.c", RUNTIME / "texture.h")
+SOURCES = (RUNTIME / "texture.c", RUNTIME / "texture.h", RUNTIME / "texture_mip.c", RUNTIME / "surface.c")
 # the declarations ops_tex emits for runtime/texture.py's ENTRY_POINTS
 _DECL = re.compile(r"^declare [^@\n]*@(" + "|".join(ENTRY_POINTS) + r")\(", re.M)
 

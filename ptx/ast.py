@@ -120,6 +120,15 @@ class ParenList:
     pos: Pos = field(default_factory=Pos)
 
 
+@dataclass
+class FieldInit:
+    """`filter_mode = linear` in a `.texref`/`.samplerref`/`.surfref` initialiser: a named member and its value
+    (a name such as `clamp_to_edge`, or an integer)."""
+    name: str
+    value: Union[str, int]
+    pos: Pos = field(default_factory=Pos)
+
+
 Operand = Union[Reg, Imm, FloatImm, Vector, Sink, Address, Negated, PredPair, SymbolExpr, ParenList]
 
 
@@ -139,7 +148,8 @@ class VarDecl:
     `.extern .shared .align 16 .b8 dyn[];`, `.const .f32 tab[4] = {1.0, ...};`.
     `count` is N for the parameterised form `%r<N>` (declares %r0..%r{N-1}); `dims` holds the array
     dimensions, with 0 for an unsized `[]`. `init` is a flat or nested list of Imm/FloatImm/SymbolExpr
-    (`generic(sym)` initialisers are SymbolExpr with `generic=True`)."""
+    (`generic(sym)` initialisers are SymbolExpr with `generic=True`); for the opaque types (.texref,
+    .samplerref, .surfref) a list of FieldInit."""
     space: str                     # 'reg','shared','local','const','global','param','tex','sreg'
     type: Type
     name: str

@@ -81,6 +81,36 @@ def check(module: ast.Module) -> ast.Module:
     return module
 
 
+_OPAQUE = frozenset(("texref", "samplerref", "surfref"))
+# what may not address a reference's variable: only tex/tld4/txq/suld/sust/sured/suq, mov and istypep take one
+_TEXTURE_OPS = frozenset(("tex", "tld4", "txq", "suld", "sust", "sured", "suq"))
+_SAMPLER_QUERIES = frozenset(("filter_mode", "addr_mode_0", "addr_mode_1", "addr_mode_2", "force_unnormalized_coords"))
+_MEMORY_OPS = frozenset(("ld", "ldu", "st", "atom", "red", "prefetch", "prefetchu", "cp", "cvta", "isspacep"))
+
+
+def _check_opaque(module):
+    """Where .texref/.samplerref/.surfref may appear (as ptxas has it): module variables in .global, kernel
+    parameters; .samplerref only in independent texturing mode, which excludes unified mode."""
+    if "texmode_unified" in module.target and "texmode_independent" in module.target:
+        _fail("Conflicting .target options texmode_unified and texmode_independent",
+              ast.Pos(module.header_lines.get("target", 0), 1))
+    independent = "texmode_independent" in module.target
+    for item in module.items:
+        decls = [item] if isinstance(item, ast.VarDecl) else list(item.params) + list(item.returns)
+        for d in decls:
+            if d.type.name not in _OPAQUE:
+                continue
+            if isinstance(item, ast.Function) and (item.kind != "entry" or d in item.returns):
+                _fail(f".{d.type.name} {d.name}: only a kernel's parameters may be texture, sampler or surface "
+                      "references", d.pos)
+            if isinstance(item, ast.VarDecl) and d.space != "global":
+                _fail(f".{d.type.name} {d.name}: texture, sampler and surface variables are declared in .global "
+                      "space", d.pos)
+            if d.type.name == "samplerref" and not independent:
+                _fail(f".samplerref {d.name}: samplers apart from textures need .target texmode_independent",
+                      d.pos)
+
+
 def _fail(msg, pos):
     raise PTXSemanticError(msg, pos.line, pos.col)
 
@@ -136,8 +166,11 @@ class _Checker:
                 sigs.append((len(item.returns), len(item.params)))
             elif isinstance(item, ast.VarDecl):
                 self.globals[item.name] = "var"
+        _check_opaque(self.module)
+        self.opaque_globals = {i.name: i.type.name for i in self.module.items
+                               if isinstance(i, ast.VarDecl) and i.type.name in _OPAQUE}
         for item in self.module.items:
-            if isinstance(item, ast.VarDecl):
+            if isinstance(item, ast.VarDecl) and item.type.name not in _OPAQUE:
                 self.check_init(item, item.init)
         for k, item in enumerate(self.module.items):
             if isinstance(item, ast.Function) and item.body is not None:
@@ -236,6 +269,8 @@ class _Checker:
     # ------------------------------------------------------------ functions
 
     def check_function(self, fn):
+        self.opaque = dict(self.opaque_globals)
+        self.opaque.update({p.name: p.type.name for p in fn.params if p.type.name in _OPAQUE})
         scope = _Scope(None)
         for p in list(fn.params) + list(fn.returns):
             self.declare(scope, p)
@@ -243,6 +278,9 @@ class _Checker:
 
     def check_block(self, body, scope):
         for st in body:
+            if isinstance(st, ast.VarDecl) and st.type.name in _OPAQUE:
+                _fail(f".{st.type.name} {st.name}: texture, sampler and surface variables are declared at module "
+                      "scope or as kernel parameters", st.pos)
             if isinstance(st, ast.Label):
                 if st.name in scope.labels:
                     _fail(f"duplicate label '{st.name}'", st.pos)
@@ -252,6 +290,13 @@ class _Checker:
                     _fail(f"duplicate label '{st.name}'", st.pos)
         for st in body:
             if isinstance(st, ast.Instruction):
+                if st.opcode in _TEXTURE_OPS:
+                    self.check_texturing(st, scope)
+                elif self.opaque and st.opcode in _MEMORY_OPS:
+                    for op in st.operands:
+                        if isinstance(op, ast.Address) and op.base in self.opaque:
+                            _fail(f"Illegal operand type to instruction '{st.opcode}': {op.base} is a texture, "
+                                  "sampler or surface reference", st.pos)
                 self.check_instruction(st, scope)
             elif isinstance(st, ast.VarDecl):
                 self.declare(scope, st)
@@ -270,6 +315,46 @@ class _Checker:
                 scope.protos[st.name] = (len(st.returns), len(st.params))
 
     # ------------------------------------------------------------ instructions
+
+    def check_texturing(self, ins, scope):
+        """Which reference kinds tex/tld4/txq/suld/sust/suq take, and the texturing mode's operand forms (as
+        ptxas answers: a module that breaks them does not load)."""
+        addr = next((o for o in ins.operands if isinstance(o, ast.Address)), None)
+        if addr is None or addr.base is None:
+            return
+        independent = "texmode_independent" in self.module.target
+
+        def kind_of(name):
+            t = None if name is None else self.reg_type(scope, name)
+            if t is not None or (name or "").startswith("%"):
+                if t is not None and _TYPE_BITS.get(t.name) != 64:
+                    _fail(f"Arguments mismatch for instruction '{ins.opcode}': the handle {name} is not a "
+                          ".u64 register", ins.pos)
+                return None         # a register: a handle of any kind
+            return self.opaque.get(name, "other")
+
+        def want(name, kinds):
+            k = kind_of(name)
+            if k is not None and k not in kinds:
+                _fail(f"operand {name} of '{ins.opcode}': a {' or '.join('.' + x for x in kinds)} or a .u64 register "
+                      "expected", ins.pos)
+        op = ins.opcode
+        if op in ("tex", "tld4"):
+            sampled = len(addr.extra) > 1
+            if independent and not sampled:
+                _fail(f"'{op}' takes [texture, sampler, coordinates] in independent texturing mode", ins.pos)
+            want(addr.base, ("texref",))
+            if sampled:         # unified mode's sampler is a texture's (ptxas takes a .texref or a register)
+                s = addr.extra[0]
+                want(s.name if isinstance(s, (ast.Reg, ast.SymbolExpr)) else None,
+                     ("samplerref",) if independent else ("texref",))
+        elif op == "txq":
+            sampler_query = any(m in _SAMPLER_QUERIES for m in ins.mods)
+            if "force_unnormalized_coords" in ins.mods and not independent:
+                _fail("txq.force_unnormalized_coords queries a .samplerref (independent texturing mode)", ins.pos)
+            want(addr.base, ("samplerref",) if sampler_query and independent else ("texref",))
+        else:
+            want(addr.base, ("surfref",))
 
     def check_instruction(self, ins, scope):
         op = ins.opcode

@@ -178,10 +178,59 @@ def _check_target(ins: ast.Instruction, module: ast.Module) -> None:
         _fail(f"Feature '{feature}' requires .target sm_{need} or higher", ins)
 
 
+# Surface instructions as the driver's JIT (an H100's, tests/data/nvidia_surface_answers.json) and ptxas 13.0
+# take them: a clamp mode is required, sust.p stores .b32 data in the 1d/2d/3d/a1d/a2d geometries, sured has
+# 1d/2d/3d only, and each sured op its own types.
+_SURF_CLAMPS = _w("trap clamp zero")
+_SURF_CACHE = _w("wb cg cs wt ca cv")
+_SURED_B_TYPES = {"add": _w("u32 s32 u64"), "min": _w("u32 s32 u64 s64"), "max": _w("u32 s32 u64 s64"),
+                  "and": _w("b32"), "or": _w("b32")}
+_SURED_P_TYPES = {"add": _w("b32"), "min": _w("b32 b64"), "max": _w("b32 b64"), "and": _w("b32"),
+                  "or": _w("b32")}
+
+
+def _check_surface(ins: ast.Instruction, module: ast.Module) -> None:
+    op, mods = ins.opcode, ins.mods
+    name = f"{op}.{mods[0]}" if mods and mods[0] in ("b", "p") else op
+    if name == "suld.p":
+        _fail("Not a name of any known instruction: 'suld.p'", ins)
+    clamps = [m for m in mods if m in _SURF_CLAMPS]
+    if len(clamps) > 1:
+        _fail("Multiple clamp modifiers specified", ins)
+    for m in mods:
+        if m in ("2dms", "a2dms") and (op == "sured" or name == "sust.p"):
+            _fail(f"Illegal modifier 'Multi-sample geometry' for instruction '{name}'", ins)
+        if m in ("cube", "acube") or (op == "sured" and m in ("a1d", "a2d")) \
+                or (op == "sured" and (m in _SURF_CACHE or m == "cas")):
+            _fail(f"Illegal modifier '.{m}' for instruction '{name}'", ins)
+        if op == "sured" and m in _VEC:
+            _fail(f"Vector qualifier is not allowed for instruction '{name}'", ins)
+    types = [m for m in mods if m in TYPES]
+    if name == "sust.p" and types != ["b32"]:
+        _fail("Unexpected instruction types specified for 'sust.p'", ins)
+    if op == "sured" and name != op:
+        rop = next((m for m in mods if m in _SURED_B_TYPES), None)
+        table = _SURED_B_TYPES if name == "sured.b" else _SURED_P_TYPES
+        allowed = frozenset().union(*table.values()) | ({"b32"} if name == "sured.b" else set())
+        if len(types) != 1 or types[0] not in allowed:
+            _fail(f"Unexpected instruction types specified for '{name}'", ins)
+        ty = types[0]
+        if module.version < (8, 1) and rop in ("min", "max") and ty in ("u64", "s64"):
+            _fail("Feature '64-bit min/max operation on sured.b' requires PTX ISA .version 8.1 or later", ins)
+        if module.version < (8, 1) and ty == "b64":
+            _fail("Feature '.b64 on sured.p' requires PTX ISA .version 8.1 or later", ins)
+        if rop is not None and ty not in table[rop]:
+            _fail(f"Incorrect type '.{ty}' for operation '.{rop}' in instruction '{name}'", ins)
+    if not clamps:
+        _fail(f"Clamp modifier required for instruction '{name}'", ins)
+
+
 def check_modifiers(ins: ast.Instruction, module: ast.Module) -> None:
     """Every modifier is one the instruction takes, and the ones it cannot do without are there; the
     instruction is one the module's .target has."""
     _check_target(ins, module)
+    if ins.opcode in ("suld", "sust", "sured"):
+        _check_surface(ins, module)
     op, mods = ins.opcode, ins.mods
     allowed = _ALLOWED.get(op)
     if allowed is None:

@@ -29,6 +29,7 @@ s8 s16 s32 s64 u8 u16 u32 u64 b8 b16 b32 b64 b128 f16 f16x2 f32 f32x2 f64 bf16 b
 e4m3 e5m2 e4m3x2 e5m2x2 e2m1x2 e2m3x2 e3m2x2 ue8m0x2 s2f6x2 e2m1 e2m3 e3m2 ue8m0
 texref samplerref surfref
 """.split())
+OPAQUE_TYPES = frozenset(("texref", "samplerref", "surfref"))
 STATE_SPACES = frozenset(("reg", "sreg", "const", "global", "local", "param", "shared", "tex"))
 LINKAGES = frozenset(("visible", "extern", "weak", "common"))
 # Function performance directives whose operands are a list of integers.
@@ -430,6 +431,9 @@ class Parser:
             elif d in ("v2", "v4", "v8"):
                 self.next()
                 vec = int(d[1:])
+            elif ptr and d in OPAQUE_TYPES:
+                self.next()         # `.param .u64 .ptr .texref t` (LLVM's image parameters): a handle
+                ptr_space = d
             elif d in SCALAR_TYPES:
                 if tname is not None:
                     raise self.error(f"more than one type in declaration ({t[1]})", t)
@@ -488,7 +492,7 @@ class Parser:
             if self.accept_punct("="):
                 if space not in ("global", "const"):
                     raise self.error(f"a .{space} variable cannot have an initialiser", name_tok)
-                init = self.initializer()
+                init = self.opaque_initializer() if tname in OPAQUE_TYPES else self.initializer()
             decls.append(ast.VarDecl(space=space, type=vtype, name=name, count=count, dims=dims, align=align,
                                      init=init, linkage=linkage, attributes=list(attributes),
                                      ptr_space=ptr_space, ptr_align=ptr_align,
@@ -504,6 +508,26 @@ class Parser:
         """`= value` -> [value]; `= {...}` -> a list whose items are scalars or nested lists."""
         v = self.init_value()
         return v if isinstance(v, list) else [v]
+
+    def opaque_initializer(self):
+        """`{ filter_mode = linear, addr_mode_0 = wrap, force_unnormalized_coords = 1 }` -> [FieldInit]."""
+        self.expect_punct("{")
+        items = []
+        if self.accept_punct("}"):
+            return items
+        while True:
+            name = self.expect_name("a member name")
+            self.expect_punct("=")
+            t = self.peek()
+            if t[0] == WORD:
+                self.next()
+                value = t[1]
+            else:
+                value = self.expect_int("a member value")
+            items.append(ast.FieldInit(name[1], value, ast.Pos(name[3], name[4])))
+            if self.accept_punct("}"):
+                return items
+            self.expect_punct(",")
 
     def init_value(self):
         t = self.peek()

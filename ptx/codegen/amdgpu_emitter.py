@@ -127,6 +127,18 @@ class AmdgpuFunctionEmitter(FunctionEmitter):
     def load_L_u32(self, off):
         semantic(self.cur_ins, "a CPU launch-record field used on amdgcn")
 
+    CLUSTERS = False
+
+    def address(self, op, space, ins=None):
+        return super().address(op, "shared" if space == "shared::cluster" else space, ins)
+
+    def cluster_nctaid(self, i):
+        # the AMD target runs clusters of one CTA only (the HIP backend refuses larger cluster launches)
+        return "1"
+
+    def is_explicit_cluster(self):
+        return "false"
+
     # ------------------------------------------------------------ lanes
     def wave_lane(self):
         """The lane's index in its hardware wave (0..31 or 0..63)."""

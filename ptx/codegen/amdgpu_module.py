@@ -17,7 +17,7 @@ from ptx.errors import PTXUnsupportedError
 from ptx.passes.flatten_scopes import flatten_function
 
 from ptx.codegen import ops_int, ops_float, ops_cvt, ops_mem, ops_ctrl, ops_warp, ops_atom, ops_mbarrier  # noqa: F401
-from ptx.codegen import ops_surf, ops_tex  # noqa: F401
+from ptx.codegen import ops_surf, ops_tex, ops_texref  # noqa: F401
 from ptx.codegen import ops_simd  # noqa: F401  (video and packed 16x2 integer instructions)
 from ptx.codegen import ops_async  # noqa: F401  (cp.async and the bulk and tensor-map copies)
 from ptx.codegen import ops_cluster, ops_narrow_float, ops_f32x2  # noqa: F401  (clusters of one, fp8/6/4, f32x2)
@@ -48,6 +48,15 @@ class AmdgpuIR:
 
 
 def _emit_global(d: A.VarDecl, mctx, out):
+    if d.type.name in T.OPAQUE:
+        # a texture/surface reference's descriptor address (the driver writes it) or a sampler (ops_texref.py)
+        data = ops_texref.variable_bytes(d, mctx.module)
+        name = f'@"{d.name}"'
+        mctx.global_syms[d.name] = (name, len(data))
+        init = "[" + ", ".join(f"i8 {b}" for b in data) + "]"
+        out.append(f"{name} = protected addrspace(1) externally_initialized global [{len(data)} x i8] {init}, "
+                   "align 8")
+        return
     size = decl_size(d)
     if size == 0 and d.init:
         size = len(flat_init(d.init)) * T.size_of(d.type.name) * d.type.vec

@@ -91,6 +91,7 @@ class FunctionEmitter(SpecialRegisters):
     """mode: 'fast' (kernel body inlined in thread loops), 'sync' (resumable thread function),
     'func' (a .func as an LLVM function)."""
 
+    CLUSTERS = True                 # thread-block clusters of several CTAs (ops_cluster.py)
     yields_in_spin_loops = True     # a backward spin-wait branch lets the runtime run other blocks
     # A block's threads all run on one worker thread, one at a time between collectives, so nothing else can
     # touch its shared memory during an atom.shared: a plain read-modify-write is exact, without a bus lock.
@@ -395,7 +396,8 @@ class FunctionEmitter(SpecialRegisters):
                 semantic(ins, "expected an address operand")
         base = op.base
         if base is not None and not self.is_register(base):
-            return self.symbol_address(base, op.offset, space, ins)
+            # a variable's own address is this CTA's, in .shared::cluster too
+            return self.symbol_address(base, op.offset, "shared" if space == "shared::cluster" else space, ins)
         if base is None:
             return self.space_ptr(str(op.offset), space)
         rty, _ = self.reg(base, ins)
@@ -427,6 +429,9 @@ class FunctionEmitter(SpecialRegisters):
         """Pointer for the i64 address `av` of state space `space` (a .shared one is an offset)."""
         if space == "shared":
             return self.f.op(f"getelementptr i8, ptr {self.shared_base()}, i64 {av}")
+        if space == "shared::cluster":
+            from ptx.codegen import ops_cluster
+            return ops_cluster.cluster_ptr(self, av)
         return self.int_to_ptr(av)
 
     def cvta_shared(self, v, bits, to):

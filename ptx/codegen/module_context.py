@@ -56,6 +56,9 @@ class ModuleContext:
         self.flat = {}
         self.sync_funcs = set()
         self.relocations = []     # (global, offset, size, mask, symbol, addend)
+        # module-scope .texref/.samplerref/.surfref variables: name -> type (ops_texref.py)
+        self.opaque = {i.name: i.type.name for i in module.items
+                       if isinstance(i, A.VarDecl) and i.type.name in T.OPAQUE}
         self.fallback_funcs = []  # the region kernels' general-scheduler fallbacks (HostIR.fallback)
 
     def declare(self, line):

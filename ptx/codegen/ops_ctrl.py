@@ -119,12 +119,11 @@ def op_bar(em, ins):
     if "arrive" in mods:
         em.f.emit("fence seq_cst")
         return
+    if "cluster" in mods:
+        return _cluster_wait(em)
     ops = list(ins.operands)
     red = "red" in mods
     dest = ops.pop(0) if red else None
-    if "cluster" in mods:
-        # no cluster launches: the cluster is this CTA, so waiting is a block barrier
-        ops = [A.Imm(0, ins.pos)]
     bar_id = em.read(ops[0], "u32")
     count = em.read(ops[1], "u32") if len(ops) > 2 or (len(ops) == 2 and not red) else "0"
     pred = em.read(ops[-1], "pred") if red else "false"
@@ -150,6 +149,21 @@ def op_bar(em, ins):
             em.write(dest, em.f.op(f"icmp ne i32 {v}, 0"), "pred")
 
     em.suspend(FE.ST_BARRIER, setup, after if red else None)
+
+
+def _cluster_wait(em):
+    """barrier.cluster.wait: a block barrier, then the runtime's cluster barrier (the block's first thread
+    waits there for every CTA of the cluster, ptxrt.h), then a block barrier again, so that no thread of the
+    block goes on before the cluster has arrived. barrier.cluster.arrive orders memory only (above)."""
+    def setup(k):
+        for off in (FE.FH_KIND, FE.FH_COUNT, FE.FH_MODE, FE.FH_PRED_IN):
+            em.store_frame(off, "i32", "0")
+    em.f.emit("fence seq_cst")
+    em.suspend(FE.ST_BARRIER, setup)
+    em.call("ptx_rt_cluster_wait", "void", [("ptr", em.W)])
+    em.suspend(FE.ST_BARRIER, setup)
+    em.call("ptx_rt_cluster_wait_end", "void", [("ptr", em.W)])
+    em.f.emit("fence seq_cst")
 
 
 # ------------------------------------------------------------------ calls

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from ptx import ast as A
-from ptx.codegen import memcheck
+from ptx.codegen import memcheck, ops_texref
 from ptx.codegen import ptxtypes as T
 from ptx.codegen.function_emitter import handles, unsupported, semantic, LLVM_BITS
 
@@ -16,6 +16,8 @@ def space_of(mods):
     for m in mods:
         if m in SPACES:
             return None if m == "generic" else m
+        if m == "shared::cluster":
+            return "shared::cluster"      # a CTA's own .shared addresses, or mapa's (ops_cluster.py)
         if m.startswith("shared::"):
             return "shared"
         if m.startswith("param::"):
@@ -164,6 +166,10 @@ def op_mov(em, ins):
             s = f.op(f"trunc i{total} {s} to i{ebits}")
             em.write(e, s, f"b{ebits}")
         return
+    if isinstance(src, (A.Reg, A.SymbolExpr)) and not getattr(src, "offset", 0) and ops_texref.kind(em, src.name):
+        # a texture, sampler or surface reference: its handle, which tex/txq/suld take in a register
+        em.write(dst, ops_texref.handle(em, ins, src.name, ("texref", "samplerref", "surfref")), t)
+        return
     if isinstance(src, (A.Reg, A.SymbolExpr)) and not src.name.startswith("%") \
             and em.m.func_decls.get(src.name) and src.name not in em.addr_vars:
         prefix = "f"
@@ -183,12 +189,12 @@ def op_mov(em, ins):
 
 
 def _cvta_space(mods):
-    """The state space a cvta/isspacep names; .shared::cta and .shared::cluster are .shared (every CTA is a
-    cluster of one: ops_cluster.py)."""
+    """The state space a cvta/isspacep names; .shared::cta is .shared, .shared::cluster the cluster's
+    distributed shared memory (ops_cluster.py)."""
     for m in mods:
-        if m in ("global", "shared", "local", "const", "param"):
+        if m in ("global", "shared", "local", "const", "param", "shared::cluster"):
             return m
-        if m in ("shared::cta", "shared::cluster"):
+        if m == "shared::cta":
             return "shared"
     return None
 
@@ -201,7 +207,10 @@ def op_cvta(em, ins):
     if space is None:
         unsupported(ins)
     v = em.read(ins.operands[1], t)
-    if space == "shared":
+    if space == "shared::cluster" and em.CLUSTERS:
+        from ptx.codegen import ops_cluster
+        v = ops_cluster.cvta_cluster(em, v, T.bits_of(t), to)
+    elif space in ("shared", "shared::cluster"):
         v = em.cvta_shared(v, T.bits_of(t), to)
     em.write(ins.operands[0], v, t)
 
@@ -210,8 +219,12 @@ def op_cvta(em, ins):
 def op_isspacep(em, ins):
     f = em.f
     space = _cvta_space(ins.mods)
-    in_shared, in_local = em.space_tests(em.read(ins.operands[1], "u64"))
-    if space == "shared":
+    a = em.read(ins.operands[1], "u64")
+    in_shared, in_local = em.space_tests(a)
+    if space == "shared::cluster" and em.CLUSTERS:
+        from ptx.codegen import ops_cluster
+        r = f.op(f"icmp ne i32 {ops_cluster.rank_of_generic(em, a)}, -1")
+    elif space in ("shared", "shared::cluster"):
         r = in_shared
     elif space == "global":
         r = f.op(f"xor i1 {f.op(f'or i1 {in_shared}, {in_local}')}, true")

@@ -1,10 +1,12 @@
-"""Texture instructions: tex, tld4, txq (and the handle and coordinate helpers ops_surf shares), each a call into the runtime's
-texture.c with the handle (a texture.h descriptor's address) the kernel was given: on the CPU the runtime
-library's, on AMD GPUs its bitcode linked into the module (ptx/amdgpu_texture.py)."""
+"""Texture instructions: tex (.level, .grad), tld4, txq (.level) (and the handle and coordinate helpers ops_surf
+shares), each a call into the runtime's texture.c with the handle (a texture.h descriptor's address) the kernel
+was given or a reference holds (ops_texref.py): on the CPU the runtime library's, on AMD GPUs its bitcode linked
+into the module (ptx/amdgpu_texture.py)."""
 
 from __future__ import annotations
 
 from ptx import ast as A
+from ptx.codegen import ops_texref
 from ptx.codegen.function_emitter import check_mods, handles, semantic, unsupported
 
 GEOMETRIES = ("1d", "2d", "3d", "a1d", "a2d", "cube", "acube", "2dms", "a2dms")   # texture.h's order
@@ -17,7 +19,14 @@ SIGS = {
     "ptx_tex_gather": "void @ptx_tex_gather(ptr, i32, i32, i32, i32, ptr, ptr)",
     "ptx_tex_query": "i32 @ptx_tex_query(ptr, i32)",
     "ptx_surf_access": "i32 @ptx_surf_access(ptr, i32, ptr, ptr, i32, i32, i32)",
+    "ptx_surf_store_p": "i32 @ptx_surf_store_p(ptr, i32, ptr, ptr, i32, i32)",
+    "ptx_surf_reduce": "i32 @ptx_surf_reduce(ptr, i32, ptr, i64, i32, i32, i32)",
+    "ptx_tex_fetch_mip": "void @ptx_tex_fetch_mip(ptr, i32, i32, i32, i32, ptr, ptr, ptr)",
+    "ptx_tex_query_level": "i32 @ptx_tex_query_level(ptr, i32, i32)",
+    **ops_texref.SIGS,          # independent mode's samplers, istypep
 }
+MIP_MODES = {"level": 1, "grad": 2}     # texture.h's PTX_MIP_LEVEL, PTX_MIP_GRAD
+LEVEL_QUERIES = ("width", "height", "depth")
 
 
 def _declare(em, name):
@@ -34,15 +43,13 @@ def _geometry(ins):
 
 
 def _handle(em, ins, addr):
-    """The 64-bit handle: a register (texture/surface objects, unified mode). A .texref/.surfref name
-    (the legacy references) and a separate sampler (independent mode) are refused."""
+    """The descriptor a [handle, ...] operand names: a register (texture/surface objects), a .texref/.surfref
+    (the legacy references), or in independent mode a texture with its sampler (ops_texref.py)."""
     if not isinstance(addr, A.Address) or addr.base is None:
         semantic(ins, "needs [handle, {coordinates}]")
-    if len(addr.extra) > 1:
-        unsupported(ins, f"{ins.opcode} with a separate sampler (independent texturing mode)")
-    if not em.is_register(addr.base):
-        unsupported(ins, f"{ins.opcode} through the module-scope reference {addr.base} (cuTexRef/cuSurfRef)")
-    return _descriptor(em, em.read(A.Reg(addr.base), "u64", ins))
+    if ins.opcode in ("suld", "sust", "sured"):
+        return _descriptor(em, ops_texref.handle(em, ins, addr.base, ("surfref",)))
+    return ops_texref.texture(em, ins, addr)
 
 
 def _descriptor(em, handle):
@@ -53,13 +60,14 @@ def _descriptor(em, handle):
 def _coords(em, ins, addr, ctype, n, geometry):
     """[4 x i32] on the stack holding the coordinate vector's bits (the rest zero)."""
     layered = geometry.startswith("a")         # a1d, a2d, acube: the first element is the array index
-    if not addr.extra or not isinstance(addr.extra[0], A.Vector):
+    # the coordinates come last: after the sampler in independent mode's [texture, sampler, {c}]
+    if not addr.extra or not isinstance(addr.extra[-1], A.Vector):
         if addr.extra and n == 1:       # a single coordinate without braces
-            elems = [addr.extra[0]]
+            elems = [addr.extra[-1]]
         else:
             semantic(ins, "needs a coordinate vector")
     else:
-        elems = addr.extra[0].elems
+        elems = addr.extra[-1].elems
     buf = em.f.alloca("[4 x i32]", align=16)
     for i in range(4):
         p = em.f.op(f"getelementptr [4 x i32], ptr {buf}, i32 0, i32 {i}")
@@ -102,11 +110,51 @@ def _types(ins):
 @handles("tex")
 def tex(em, ins):
     check_mods(ins, set(GEOMETRIES) | {"v4", "base", "level", "grad"})
-    if any(m in ins.mods for m in ("level", "grad")):
-        unsupported(ins, "tex.level/tex.grad (mipmapped textures)")
-    if len(ins.operands) != 2 or isinstance(ins.operands[0], A.Address):
+    mode = next((m for m in MIP_MODES if m in ins.mods), None)
+    extra = {None: 0, "level": 1, "grad": 2}[mode]      # the LOD, or the two gradients
+    if len(ins.operands) != 2 + extra or isinstance(ins.operands[0], A.Address):
         unsupported(ins, "tex with a predicate destination, offset or depth compare")
-    _sample(em, ins, "ptx_tex_fetch", "", _geometry(ins), 1)
+    g = _geometry(ins)
+    if mode is None:        # .base (the default): level 0 as the texture's LOD clamps and bias make it
+        _sample(em, ins, "ptx_tex_fetch", "", g, 1)
+        return
+    rtype, ctype = _types(ins)
+    h = _handle(em, ins, ins.operands[1])
+    coords = _coords(em, ins, ins.operands[1], ctype, 1, g)
+    args = _mip_args(em, ins, mode, ctype, g)
+    out = em.f.alloca("[4 x i32]", align=16)
+    _declare(em, "ptx_tex_fetch_mip")
+    em.f.emit(f"call void @ptx_tex_fetch_mip(ptr {h}, i32 {GEOMETRIES.index(g)}, i32 {ELEM[rtype]}, "
+              f"i32 {ELEM[ctype]}, i32 {MIP_MODES[mode]}, ptr {coords}, ptr {args}, ptr {out})")
+    _results(em, ins, ins.operands[0], rtype, out)
+
+
+def _mip_args(em, ins, mode, ctype, g):
+    """[8 x i32] on the stack: tex.level's LOD (of the coordinates' type) in element 0, or tex.grad's dPdx in
+    elements 0-3 and dPdy in 4-7 (.f32; one element for 1d/a1d, two for 2d/a2d, four for 3d/cube/acube)."""
+    buf = em.f.alloca("[8 x i32]", align=16)
+    vals = [None] * 8
+    if mode == "level":
+        lod = ins.operands[2]
+        if isinstance(lod, A.Vector):
+            semantic(ins, "tex.level needs a scalar LOD")
+        v = em.read(lod, "f32" if ctype == "f32" else "b32", ins)
+        vals[0] = em.f.op(f"bitcast float {v} to i32") if ctype == "f32" else v
+    else:
+        want = 1 if g in ("1d", "a1d") else 2 if g in ("2d", "a2d") else 4
+        for k, grad in enumerate(ins.operands[2:4]):
+            elems = grad.elems if isinstance(grad, A.Vector) else [grad]
+            if len(elems) not in (want, 4) or (want == 4 and len(elems) < 3):
+                semantic(ins, f"tex.grad.{g} needs gradient vectors of {want} elements")
+            for i, e in enumerate(elems[:min(len(elems), 4)]):
+                if isinstance(e, A.Sink):
+                    continue
+                v = em.read(e, "f32", ins)
+                vals[4 * k + i] = em.f.op(f"bitcast float {v} to i32")
+    for i, v in enumerate(vals):
+        p = em.f.op(f"getelementptr [8 x i32], ptr {buf}, i32 0, i32 {i}")
+        em.f.emit(f"store i32 {v if v is not None else 0}, ptr {p}")
+    return buf
 
 
 @handles("tld4")
@@ -141,17 +189,29 @@ def _query(em, ins, table):
     what = table[q[0]] if isinstance(table, dict) else table.index(q[0])
     if what is None:
         unsupported(ins)
-    addr = ins.operands[1]
-    if not em.is_register(addr.base):
-        unsupported(ins, f"{ins.opcode} of the module-scope reference {addr.base}")
-    h = _descriptor(em, em.read(A.Reg(addr.base), "u64", ins))
-    _declare(em, "ptx_tex_query")
-    v = em.f.op(f"call i32 @ptx_tex_query(ptr {h}, i32 {what})")
+    v = ops_texref.query(em, ins, ins.operands[1], what, q[0], ins.opcode == "suq")
     em.write(ins.operands[0], v, "b32", ins)
 
 
 @handles("txq")
 def txq(em, ins):
-    if "level" in ins.mods:
-        unsupported(ins, "txq.level (mipmapped textures)")
-    _query(em, ins, QUERIES)
+    if "level" in ins.mods or any(m in ins.mods for m in LEVEL_QUERIES):
+        _query_level(em, ins)
+    else:
+        _query(em, ins, QUERIES + ("force_unnormalized_coords",))   # texture.h's PTX_QUERY_FORCE_UNNORMALIZED
+
+
+def _query_level(em, ins):
+    """txq.level.{width,height,depth}.b32 d, [handle], lod: the extent of mipmap level lod; txq.width/height/depth
+    are level 0's (an H100 answers both alike: 0 for the depth of a 2D texture, the layer count for the height
+    of a 1D layered one, tests/data/nvidia_mipmap_answers.json)."""
+    q = [m for m in ins.mods if m in LEVEL_QUERIES]
+    check_mods(ins, set(LEVEL_QUERIES) | {"level", "b32"})
+    n = 3 if "level" in ins.mods else 2
+    if len(q) != 1 or len(ins.operands) != n or not isinstance(ins.operands[1], A.Address):
+        semantic(ins, "txq.level needs one of .width .height .depth, [handle] and a LOD")
+    h = _descriptor(em, ops_texref.handle(em, ins, ins.operands[1].base, ("texref",)))
+    lod = em.read(ins.operands[2], "b32", ins) if n == 3 else "0"
+    _declare(em, "ptx_tex_query_level")
+    v = em.f.op(f"call i32 @ptx_tex_query_level(ptr {h}, i32 {LEVEL_QUERIES.index(q[0])}, i32 {lod})")
+    em.write(ins.operands[0], v, "b32", ins)

@@ -22,8 +22,11 @@ def llvm_type(t: str) -> str:
         raise PTXUnsupportedError(f"type .{t}") from None
 
 
+OPAQUE = frozenset(('texref', 'samplerref', 'surfref'))   # kernel parameters of these hold a 64-bit handle
+
+
 def size_of(t: str) -> int:
-    return SCALAR_TYPES[t][1]
+    return 8 if t in OPAQUE else SCALAR_TYPES[t][1]
 
 
 def bits_of(t: str) -> int:

@@ -3,7 +3,8 @@ the few values a target answers differently (lane_id, globaltimer, grid_workspac
 
 from __future__ import annotations
 
-from ptx.codegen.ptxrt_layout import L_DYN_SHARED, L_STATIC_SHARED, L_GRID_WORKSPACE, W_WORKER_ID
+from ptx.codegen.ptxrt_layout import (L_DYN_SHARED, L_STATIC_SHARED, L_GRID_WORKSPACE, L_CLUSTER,
+                                      L_CLUSTER_EXPLICIT, W_WORKER_ID)
 from ptx.codegen.reserved_smem import RESERVED_SMEM_BYTES, reserved_smem_register
 
 
@@ -29,6 +30,27 @@ class SpecialRegisters:
         pp = self.invariant(("Lp", L_GRID_WORKSPACE), lambda: f"getelementptr i8, ptr {self.L}, i64 {L_GRID_WORKSPACE}")
         return self.invariant(("ws",), lambda: f"load i64, ptr {pp}, align 8")
 
+    def cluster_nctaid(self, i):
+        """%cluster_nctaid (i32): CTAs per cluster along axis i, from the launch record (ptxrt.h)."""
+        return self.load_L_u32(L_CLUSTER + 4 * i)
+
+    def is_explicit_cluster(self):
+        return self.f.op(f"icmp ne i32 {self.load_L_u32(L_CLUSTER_EXPLICIT)}, 0")
+
+    def cluster_ctarank(self):
+        """%cluster_ctarank: the CTA's position in its cluster, x fastest."""
+        f = self.f
+        c = [f.op(f"urem i32 {self.ctaid[i]}, {self.cluster_nctaid(i)}") for i in range(3)]
+        r = f.op(f"mul i32 {c[2]}, {self.cluster_nctaid(1)}")
+        r = f.op(f"add i32 {r}, {c[1]}")
+        r = f.op(f"mul i32 {r}, {self.cluster_nctaid(0)}")
+        return f.op(f"add i32 {r}, {c[0]}")
+
+    def cluster_nctarank(self):
+        f = self.f
+        n = f.op(f"mul i32 {self.cluster_nctaid(0)}, {self.cluster_nctaid(1)}")
+        return f.op(f"mul i32 {n}, {self.cluster_nctaid(2)}")
+
     def special_register(self, name, ins):
         """(value, llvm type) of the special register `name`, or None where it is none we know."""
         f = self.f
@@ -43,18 +65,23 @@ class SpecialRegisters:
             if base == "%ntid":
                 return self.ntid(i), "i32"
             return self.nctaid(i), "i32"
-        # no cluster launches: every CTA is a cluster of one
+        # thread-block clusters: the launch's cluster shape (1, 1, 1 without one), the CTA's place in it
         if base in ("%clusterid", "%nclusterid", "%cluster_ctaid", "%cluster_nctaid") and c in comp:
             i = comp[c]
+            n = self.cluster_nctaid(i)
+            if base == "%cluster_nctaid":
+                return n, "i32"
             if base == "%clusterid":
-                return self.ctaid[i], "i32"
+                return f.op(f"udiv i32 {self.ctaid[i]}, {n}"), "i32"
             if base == "%nclusterid":
-                return self.nctaid(i), "i32"
-            return ("0" if base == "%cluster_ctaid" else "1"), "i32"
-        if name in ("%cluster_ctarank", "%is_explicit_cluster"):
-            return ("0", "i1") if name == "%is_explicit_cluster" else ("0", "i32")
+                return f.op(f"udiv i32 {self.nctaid(i)}, {n}"), "i32"
+            return f.op(f"urem i32 {self.ctaid[i]}, {n}"), "i32"
+        if name == "%is_explicit_cluster":
+            return self.is_explicit_cluster(), "i1"
+        if name == "%cluster_ctarank":
+            return self.cluster_ctarank(), "i32"
         if name == "%cluster_nctarank":
-            return "1", "i32"
+            return self.cluster_nctarank(), "i32"
         if name == "%laneid":
             return self.lane_id(), "i32"
         if name == "%warpid":

@@ -14,7 +14,8 @@ API (what ptx.host / the codegen uses):
         buffer, or bytes/bytearray/memoryview/ctypes object holding it; grid, block: int or 1-3 ints.
         Runs the whole grid on the worker pool with the GIL released and returns when it is done:
         OK (0), TRAP (1), ASSERT (2) or BAD_LAUNCH (3). Device printf output has been written to
-        stdout (the C FILE*) by then. cooperative=True allows ptx_rt_grid_sync (one fiber per block).
+        stdout (the C FILE*) by then. cooperative=True allows ptx_rt_grid_sync (one fiber per block);
+        an int is the launch's flags (COOPERATIVE, or cluster_flags(dims) for a thread-block cluster launch).
     runtime.libcalls() -> dict[str, int]
         addresses of every function LLVM may lower kernel code to a call of (libcalls.c's table: half and
         bfloat conversions, 128-bit integer builtins, libm, memcpy/memset/memmove), by the name LLVM calls
@@ -38,6 +39,15 @@ from ptx.runtime.texture import ENTRY_POINTS as TEXTURE_ENTRY_POINTS
 
 OK, TRAP, ASSERT, BAD_LAUNCH = 0, 1, 2, 3
 COOPERATIVE = 1
+CLUSTER = 4
+
+
+def cluster_flags(dims, explicit: bool = True) -> int:
+    """Launch flags for a thread-block cluster of `dims` CTAs (ptxrt.h PTXRT_CLUSTER, PTXRT_CLUSTER_DIMS)."""
+    x, y, z = _dims(dims)
+    if not all(1 <= d <= 16 for d in (x, y, z)):
+        raise ValueError(f"cluster dimensions {dims!r} out of range")
+    return (CLUSTER if explicit else 0) | x << 8 | y << 13 | z << 18
 HEADER = str(Path(__file__).resolve().parent / "ptxrt.h")
 
 CALLBACKS = (
@@ -49,6 +59,9 @@ CALLBACKS = (
     "ptx_rt_globaltimer",
     "ptx_rt_grid_sync",
     "ptx_rt_yield",
+    "ptx_rt_cluster_wait",
+    "ptx_rt_cluster_wait_end",
+    "ptx_rt_cluster_rank_of",
     "ptx_rt_memcheck",
     # texture.c's ENTRY_POINTS follow (ptx/codegen/ops_tex.py, ops_surf.py)
     # devlaunch.c: cudadevrt's device functions (ptx/codegen/ops_cdp.py)
@@ -180,6 +193,6 @@ def launch(block_fn: int, params, grid, block, static_shared: int = 0, dyn_share
         addr, keep = _address(params)
         arg = _void_p(addr)
     status = _launch_ex(_void_p(block_fn), arg, gx, gy, gz, bx, by, bz, static_shared,
-                        dyn_shared, frame_bytes, COOPERATIVE if cooperative else 0)
+                        dyn_shared, frame_bytes, int(cooperative))
     del keep
     return status

@@ -11,8 +11,8 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SOURCES = ("ptxrt.c", "libcalls.c", "memcheck.c", "texture.c", "devlaunch.c", "ptxrt.h", "texture.h",
-           "devlaunch.h")
+SOURCES = ("ptxrt.c", "libcalls.c", "memcheck.c", "texture.c", "texture_mip.c", "surface.c", "devlaunch.c",
+           "ptxrt.h", "texture.h", "devlaunch.h")
 LIBS = ["-lm"]          # libcalls.c's table holds libm's functions
 CFLAGS = ["-O2", "-shared", "-fPIC", "-pthread", "-std=gnu11", "-fvisibility=default"]
 

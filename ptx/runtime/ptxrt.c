@@ -188,10 +188,14 @@ struct fault_target {
 
 struct job;
 
+struct cluster_run;
+
 struct rt_ctx {
     struct slot *slot;
-    struct fiber *fiber;             /* NULL outside cooperative launches */
+    struct fiber *fiber;             /* NULL outside cooperative and cluster launches */
     struct job *job;
+    struct cluster_run *cl;          /* cluster launches: the cluster this block is in (else NULL) */
+    uint32_t rank;                   /* its %cluster_ctarank */
 };
 
 struct fiber {
@@ -215,7 +219,8 @@ struct slot {
     uint8_t *scratch_mem;
     size_t scratch_cap;
     struct printbuf *pb;             /* the running job's buffer for this slot id (job->pbs[id]) */
-    fctx sched;                      /* cooperative: where fibers return to */
+    fctx sched;                      /* cooperative and cluster launches: where fibers return to */
+    struct cluster_run *cl;          /* cluster launches: this worker's cluster (resources kept) */
     struct fiber **ready;            /* cooperative: ring of this slot's blocks that yielded */
     size_t nready, capready, head;
     uint32_t id;
@@ -244,6 +249,9 @@ struct job {
     _Atomic uint64_t next __attribute__((aligned(64)));
     uint64_t shared_bytes, scratch_bytes;    /* per block, unaligned requirement */
     uint32_t flags;
+    /* cluster launches: CTAs per cluster along x, y, z, their product, clusters in the grid */
+    uint32_t cdim[3], csize;
+    uint64_t nclusters;
     /* cooperative launches */
     struct fiber *fibers;
     uint8_t *arena;                  /* per block: shared then scratch */
@@ -522,9 +530,14 @@ static int slot_prepare(struct slot *s, struct job *j) {
     s->W.worker_id = s->id;
     s->W.grid_phase = 0;
     s->W.state = &j->st;
+    s->W.cluster_shared = (uint8_t *const *)&s->W.shared;
+    s->W.cluster_rank = 0;
+    s->W.cluster_size = 1;
     s->ctx.slot = s;
     s->ctx.fiber = NULL;
     s->ctx.job = j;
+    s->ctx.cl = NULL;
+    s->ctx.rank = 0;
     s->pb = &j->pbs[s->id];
     s->W.rt_private = &s->ctx;
     return 0;
@@ -619,8 +632,119 @@ static struct fiber *start_fiber(struct slot *s, struct job *j, uint64_t b) {
     f->W.scratch = j->arena + b * j->per_block + j->shared_stride;
     f->W.grid_phase = 0;
     f->W.rt_private = &f->ctx;
+    f->W.cluster_shared = (uint8_t *const *)&f->W.shared;
+    f->ctx.cl = NULL;
+    f->ctx.rank = 0;
     ctx_make(&f->uc, j->stacks + b * j->stack_size, j->stack_size, fiber_entry, f);
     return f;
+}
+
+/* ------------------------------------------------------------------ thread-block clusters */
+
+#define MAX_CLUSTER 16
+
+static uint8_t *map_bytes(size_t n, int extra);
+
+/* One worker's cluster: its CTAs' fibers, shared memory and scratch (one arena, kept from launch to launch
+   and grown as needed), fiber stacks, and the cluster barrier's state. All CTAs of a cluster run on the
+   worker that took it, so the barrier state needs no atomics. */
+struct cluster_run {
+    struct fiber fibers[MAX_CLUSTER];
+    uint8_t *shared[MAX_CLUSTER];    /* W->cluster_shared */
+    uint32_t passed[MAX_CLUSTER];    /* cluster barriers each CTA has reached */
+    uint8_t done[MAX_CLUSTER], inside[MAX_CLUSTER];
+    uint8_t *arena, *stacks;
+    size_t arena_bytes, stacks_bytes, stack_size;
+};
+
+static int cluster_prepare(struct slot *s, struct job *j) {
+    struct cluster_run *cl = s->cl;
+    if (!cl) {
+        cl = s->cl = calloc(1, sizeof *cl);
+        if (!cl) return -1;
+    }
+    j->shared_stride = align_up(j->shared_bytes + SHARED_SLACK, 4096);  /* same alignment in every CTA */
+    j->per_block = j->shared_stride + align_up(j->scratch_bytes + SCRATCH_ALIGN, SHARED_ALIGN);
+    size_t arena = align_up(j->per_block * j->csize, 4096);
+    if (cl->arena_bytes < arena) {
+        if (cl->arena) munmap(cl->arena, cl->arena_bytes);
+        cl->arena = map_bytes(arena, 0);
+        cl->arena_bytes = cl->arena ? arena : 0;
+        if (!cl->arena) return -1;
+    }
+    if (!cl->stacks || cl->stack_size != P.fiber_stack) {
+        if (cl->stacks) munmap(cl->stacks, cl->stacks_bytes);
+        cl->stack_size = P.fiber_stack;
+        cl->stacks_bytes = MAX_CLUSTER * cl->stack_size;
+        cl->stacks = map_bytes(cl->stacks_bytes, MAP_STACK);
+        if (!cl->stacks) {
+            cl->stacks_bytes = 0;
+            return -1;
+        }
+        for (uint32_t r = 0; r < MAX_CLUSTER; r++) mprotect(cl->stacks + r * cl->stack_size, 4096, PROT_NONE);
+    }
+    return 0;
+}
+
+/* Each worker takes one cluster at a time: starts its CTAs as fibers and round-robins them (each runs
+   until it finishes or waits at a cluster barrier) until all have finished. */
+static void run_clusters(struct slot *s, struct job *j) {
+    if (cluster_prepare(s, j)) {
+        set_flag(&j->st, ST_BAD);
+        return;
+    }
+    struct cluster_run *cl = s->cl;
+    const uint32_t *g = j->L.grid, *cd = j->cdim;
+    uint64_t ncx = g[0] / cd[0], ncy = g[1] / cd[1];
+    for (;;) {
+        if (atomic_load_explicit(&j->st.stop, memory_order_relaxed)) return;
+        if (s->id && atomic_load_explicit(&P.running, memory_order_relaxed) > P.nworkers) return;
+        uint64_t c = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
+        if (c >= j->nclusters) return;
+        uint64_t cx = c % ncx, cy = c / ncx % ncy, cz = c / (ncx * ncy);
+        for (uint32_t r = 0; r < j->csize; r++) {
+            uint64_t x = cx * cd[0] + r % cd[0], y = cy * cd[1] + r / cd[0] % cd[1], z = cz * cd[2] + r / (cd[0] * cd[1]);
+            struct fiber *f = &cl->fibers[r];
+            f->block = x + g[0] * (y + (uint64_t)g[1] * z);
+            f->done = 0;
+            f->ret = 0;
+            f->ctx.slot = s;
+            f->ctx.fiber = f;
+            f->ctx.job = j;
+            f->ctx.cl = cl;
+            f->ctx.rank = r;
+            f->W = s->W;
+            f->W.shared = cl->arena + r * j->per_block;
+            f->W.scratch = f->W.shared + j->shared_stride;
+            f->W.rt_private = &f->ctx;
+            f->W.cluster_shared = (uint8_t *const *)cl->shared;
+            f->W.cluster_rank = r;
+            f->W.cluster_size = j->csize;
+            cl->shared[r] = f->W.shared;
+            cl->passed[r] = 0;
+            cl->done[r] = 0;
+            cl->inside[r] = 0;
+            ctx_make(&f->uc, cl->stacks + r * cl->stack_size, cl->stack_size, fiber_entry, f);
+        }
+        for (uint32_t left = j->csize; left;) {
+            for (uint32_t r = 0; r < j->csize; r++) {
+                struct fiber *f = &cl->fibers[r];
+                if (cl->done[r]) continue;
+                if (atomic_load_explicit(&j->st.stop, memory_order_relaxed)) return;  /* parked CTAs dropped */
+                pb_begin(s->pb, (uint64_t)cl->passed[r] * j->nblocks + f->block);
+                f->ft.first = f->block;
+                f->ft.last = f->block + 1;
+                s->armed = &f->ft;
+                ctx_switch(&s->sched, &f->uc);
+                s->armed = NULL;
+                if (f->done) {
+                    if (f->ret) record_ret(&j->st, f->ret);
+                    cl->done[r] = 1;
+                    left--;
+                }
+            }
+        }
+    }
 }
 
 /* Each worker starts blocks while any are left, then round-robins its own blocks that yielded
@@ -666,6 +790,8 @@ static void run_job(struct slot *s, struct job *j) {
     if (slot_prepare(s, j)) return;
     if (j->flags & PTXRT_COOPERATIVE)
         run_cooperative(s, j);
+    else if (j->csize > 1)
+        run_clusters(s, j);
     else
         run_chunks(s, j);
 }
@@ -999,6 +1125,13 @@ static int32_t launch_grid(ptx_block_fn fn, const uint8_t *params,
     j->L.static_shared = static_shared;
     j->L.state = &j->st;
     j->L.grid_workspace = NULL;
+    for (int i = 0; i < 3; i++) {
+        uint32_t d = flags >> (8 + 5 * i) & 31;
+        j->cdim[i] = j->L.cluster[i] = d ? d : 1;
+    }
+    j->L.cluster_explicit = (flags & PTXRT_CLUSTER) != 0;
+    j->csize = j->cdim[0] * j->cdim[1] * j->cdim[2];
+    j->nclusters = ((uint64_t)gx * gy * gz) / j->csize;
     atomic_store(&j->st.flags, 0);
     atomic_store(&j->st.stop, 0);
     ptxrt_cdp_begin(&j->st.cdp, depth);
@@ -1009,6 +1142,10 @@ static int32_t launch_grid(ptx_block_fn fn, const uint8_t *params,
     j->chunk = j->nblocks / parts ? j->nblocks / parts : 1;
     atomic_store_explicit(&j->next, 0, memory_order_relaxed);
     int32_t status = PTXRT_OK;
+    if (j->csize > 1 && (coop || j->csize > MAX_CLUSTER || gx % j->cdim[0] || gy % j->cdim[1] || gz % j->cdim[2])) {
+        status = PTXRT_BAD_LAUNCH;
+        goto out;
+    }
     if (coop && setup_cooperative(j)) {
         teardown_cooperative(j);
         status = PTXRT_BAD_LAUNCH;
@@ -1137,6 +1274,33 @@ int32_t ptx_rt_grid_sync(ptx_worker *W) {
     }
     W->grid_phase++;
     return atomic_load(&j->st.stop) ? PTXRT_TRAP : 0;
+}
+
+void ptx_rt_cluster_wait(ptx_worker *W) {
+    struct rt_ctx *c = W ? (struct rt_ctx *)W->rt_private : NULL;
+    if (!c || !c->cl) return;
+    struct cluster_run *cl = c->cl;
+    uint32_t r = c->rank, n = c->job->csize;
+    if (cl->inside[r]) return;       /* the block's first thread arrived for all of it */
+    cl->inside[r] = 1;
+    uint32_t p = ++cl->passed[r];
+    for (;;) {
+        uint32_t k = 0;
+        while (k < n && (cl->done[k] || cl->passed[k] >= p)) k++;
+        if (k == n) return;
+        fiber_yield(c);              /* a stopped launch never resumes this fiber */
+    }
+}
+
+uint32_t ptx_rt_cluster_rank_of(ptx_worker *W, uint64_t addr, uint32_t size) {
+    for (uint32_t r = 0; r < W->cluster_size; r++)
+        if (addr - (uint64_t)(uintptr_t)W->cluster_shared[r] < size) return r;
+    return UINT32_MAX;
+}
+
+void ptx_rt_cluster_wait_end(ptx_worker *W) {
+    struct rt_ctx *c = W ? (struct rt_ctx *)W->rt_private : NULL;
+    if (c && c->cl) c->cl->inside[c->rank] = 0;
 }
 
 void ptx_rt_yield(ptx_worker *W) {

@@ -16,6 +16,8 @@ typedef struct ptx_launch {
     uint8_t *grid_workspace;        /* cooperative launches: 64 zeroed bytes for nvcc's inline grid.sync
                                        (%envreg1 = high 32 bits, %envreg2 = low 32 bits); NULL otherwise,
                                        so the PTX's own `trap` on a non-cooperative launch fires as on a GPU */
+    uint32_t cluster[3];            /* %cluster_nctaid: CTAs per cluster along x, y, z (1, 1, 1 without clusters) */
+    uint32_t cluster_explicit;      /* %is_explicit_cluster: the launch named a cluster shape (PTXRT_CLUSTER) */
 } ptx_launch;
 
 /* One worker's resources while it runs blocks. */
@@ -30,6 +32,10 @@ typedef struct ptx_worker {
     struct ptx_launch_state *state;
     void *rt_private;               /* runtime-private (which worker/fiber this is); never touched by
                                        generated code. Last, so the fields above keep their offsets. */
+    uint8_t *const *cluster_shared; /* the shared memory (as `shared` above) of each CTA of this block's cluster,
+                                       by %cluster_ctarank; a cluster of one: &shared */
+    uint32_t cluster_rank;          /* %cluster_ctarank */
+    uint32_t cluster_size;          /* %cluster_nctarank */
 } ptx_worker;
 
 /* Generated per kernel: run linear blocks [first, last) (x fastest, then y, then z).
@@ -52,6 +58,13 @@ int32_t ptx_rt_launch(ptx_block_fn fn, const uint8_t *params, const uint32_t gri
 /* The same with scalar dims (cheaper to call through ctypes) and flags. */
 #define PTXRT_COOPERATIVE 1u        /* the kernel may call ptx_rt_grid_sync (see below) */
 #define PTXRT_RESERVED 2u           /* the caller's core is already counted (ptx_rt_reserve) */
+/* Thread-block clusters: PTXRT_CLUSTER | PTXRT_CLUSTER_DIMS(x, y, z) (each 1..16, the grid a multiple of them;
+   0 counts as 1). The CTAs of one cluster run co-scheduled as fibers on one worker, each with its own shared
+   memory, which the others reach through W->cluster_shared (distributed shared memory); a worker takes one
+   cluster at a time. PTXRT_CLUSTER alone (dims 1, 1, 1) is an explicit cluster of one. Not with
+   PTXRT_COOPERATIVE (PTXRT_BAD_LAUNCH). */
+#define PTXRT_CLUSTER 4u
+#define PTXRT_CLUSTER_DIMS(x, y, z) (((uint32_t)(x) << 8) | ((uint32_t)(y) << 13) | ((uint32_t)(z) << 18))
 int32_t ptx_rt_launch_ex(ptx_block_fn fn, const uint8_t *params,
                          uint32_t gx, uint32_t gy, uint32_t gz, uint32_t bx, uint32_t by, uint32_t bz,
                          uint32_t static_shared, uint32_t dyn_shared, uint32_t frame_bytes,
@@ -115,6 +128,17 @@ void *ptx_rt_locals_base(void *first, ...);
    cost about a microsecond (ucontext). */
 int32_t  ptx_rt_grid_sync(ptx_worker *W);
 void     ptx_rt_yield(ptx_worker *W);
+
+/* barrier.cluster.wait (ptx/codegen/ops_ctrl.py): every thread of a block calls ptx_rt_cluster_wait after a
+   block barrier, then ptx_rt_cluster_wait_end after a second one. The first call of a block counts the
+   block's arrival and returns once every CTA of its cluster has arrived as often or finished (other CTAs of
+   the cluster run meanwhile); the block's other calls return at once. Outside cluster launches both return
+   at once. A block counts as arrived when it reaches the wait: .arrive alone only orders memory. */
+void     ptx_rt_cluster_wait(ptx_worker *W);
+void     ptx_rt_cluster_wait_end(ptx_worker *W);
+/* The %cluster_ctarank of the CTA whose shared memory (`size` bytes from its W->shared) holds the generic
+   address `addr`, or UINT32_MAX (getctarank, isspacep/cvta/mapa on generic addresses, ops_cluster.py). */
+uint32_t ptx_rt_cluster_rank_of(ptx_worker *W, uint64_t addr, uint32_t size);
 
 /* Memory faults in kernels. A block that dereferences a wild pointer (SIGSEGV/SIGBUS on its worker)
    does not kill the process: the runtime's signal handler (installed at the first launch, chaining to

@@ -12,6 +12,9 @@
 #define fabsf __builtin_fabsf
 #define fmaxf __builtin_fmaxf
 #define fminf __builtin_fminf
+#define log2f __builtin_log2f
+#define fabs __builtin_fabs
+#define fmax __builtin_fmax
 #define fabsl __builtin_fabsl
 #define floorl __builtin_floorl
 #define roundl __builtin_roundl
@@ -76,6 +79,10 @@ static uint32_t elem_size(uint32_t fmt) {
     switch (fmt) {
     case PTX_TF_U8: case PTX_TF_S8: return 1;
     case PTX_TF_U16: case PTX_TF_S16: case PTX_TF_F16: return 2;
+    case PTX_TF_UNORM8X1: case PTX_TF_UNORM8X2: case PTX_TF_UNORM8X4:
+    case PTX_TF_SNORM8X1: case PTX_TF_SNORM8X2: case PTX_TF_SNORM8X4: return 1;
+    case PTX_TF_UNORM16X1: case PTX_TF_UNORM16X2: case PTX_TF_UNORM16X4:
+    case PTX_TF_SNORM16X1: case PTX_TF_SNORM16X2: case PTX_TF_SNORM16X4: return 2;
     default: return 4;
     }
 }
@@ -293,6 +300,70 @@ static void write_out(const ptx_texture *t, const texel *v, uint32_t rtype, uint
 
 static int valid(const ptx_texture *t) { return t && t->magic == PTX_TEXTURE_MAGIC; }
 
+/* One texture (or one level of a mipmapped one) sampled at coords: a point-sampled texel in *v (returns 0)
+   or the exact weighted sum of the linear filter's texels in acc (returns 1); *lt is the texture as sampled
+   (a cube face's address modes, integer coordinates unnormalised). */
+static int sample_one(const ptx_texture *t, uint32_t geom, uint32_t ctype, const uint32_t *coords,
+                      ptx_texture *lt, texel *v, long double *acc) {
+    float x[3];
+    int layer, n[3];
+    prepare(t, geom, ctype, coords, x, &layer, n, lt);
+    int dims = dims_of(geom);
+    int linear = lt->filter && ctype == PTX_TT_F32;
+    if (geom == PTX_TG_1D && linear) {
+        /* a 1D texture filters as a 2D one of height 1 sampled at y = 0, the edge of its one row: with a
+           border address mode half of the result is the border colour (as the hardware answers) */
+        dims = 2;
+        x[1] = 0.0f;
+        n[1] = 1;
+    }
+    lt->filtering = linear;   /* texels widened as the filter unit reads them */
+    footprint fp;
+    locate(lt, x, dims, n, linear, &fp);
+    if (!linear) {
+        corner(lt, &fp, 0, 0, 0, layer, v);
+        return 0;
+    }
+    for (int k = 0; k < 4; k++) acc[k] = 0;
+    for (int cz = 0; cz < (dims > 2 ? 2 : 1); cz++)
+        for (int cy = 0; cy < (dims > 1 ? 2 : 1); cy++)
+            for (int cx = 0; cx < 2; cx++) {
+                long double w = (long double)corner_weight(&fp, dims, cx, cy, cz) / 256.0L;
+                texel c;
+                corner(lt, &fp, cx, cy, cz, layer, &c);
+                for (int k = 0; k < 4; k++) acc[k] += w * (long double)c.f[k];
+            }
+    return 1;
+}
+
+/* A filtered sum rounded once, as the filter unit rounds it for the texel format. */
+static void round_sum(const ptx_texture *lt, const long double *acc, uint32_t *out) {
+    for (int k = 0; k < 4; k++) {
+        float f;
+        if (lt->read_normalized && !is_float(lt->format)) {
+            /* 8/16-bit normalised texels are filtered as 16-bit fixed point and the sum rounded to it */
+            long double scale = is_signed(lt->format) ? 32767.0L : 65535.0L;
+            long double r = floorl(acc[k] * scale + 0.5L);
+            f = (float)r / (float)scale;
+        } else if (lt->format == PTX_TF_F16) {
+            f = to_half_precision(acc[k]);
+        } else {
+            f = round_away(acc[k]);
+        }
+        out[k] = bits_of(f);
+    }
+}
+
+/* A fetch from a texture that is not mipmapped, or from one level of a mipmapped one. */
+static void fetch_plain(const ptx_texture *t, uint32_t geom, uint32_t rtype, uint32_t ctype,
+                        const uint32_t *coords, uint32_t *out) {
+    ptx_texture lt;
+    texel v;
+    long double acc[4];
+    if (sample_one(t, geom, ctype, coords, &lt, &v, acc)) round_sum(&lt, acc, out);
+    else write_out(&lt, &v, rtype, out);
+}
+
 void ptx_tex_fetch(const ptx_texture *t, uint32_t geom, uint32_t rtype, uint32_t ctype,
                    const uint32_t *coords, uint32_t *out) {
     if (!valid(t)) { memset(out, 0, 16); return; }
@@ -304,50 +375,8 @@ void ptx_tex_fetch(const ptx_texture *t, uint32_t geom, uint32_t rtype, uint32_t
         write_out(t, &v, rtype, out);
         return;
     }
-    float x[3];
-    int layer, n[3];
-    ptx_texture lt;
-    prepare(t, geom, ctype, coords, x, &layer, n, &lt);
-    int dims = dims_of(geom);
-    int linear = lt.filter && ctype == PTX_TT_F32;
-    if (geom == PTX_TG_1D && linear) {
-        /* a 1D texture filters as a 2D one of height 1 sampled at y = 0, the edge of its one row: with a
-           border address mode half of the result is the border colour (as the hardware answers) */
-        dims = 2;
-        x[1] = 0.0f;
-        n[1] = 1;
-    }
-    lt.filtering = linear;   /* texels widened as the filter unit reads them */
-    footprint fp;
-    locate(&lt, x, dims, n, linear, &fp);
-    texel v;
-    if (!linear) {
-        corner(&lt, &fp, 0, 0, 0, layer, &v);
-        write_out(&lt, &v, rtype, out);
-        return;
-    }
-    long double acc[4] = {0, 0, 0, 0};
-    for (int cz = 0; cz < (dims > 2 ? 2 : 1); cz++)
-        for (int cy = 0; cy < (dims > 1 ? 2 : 1); cy++)
-            for (int cx = 0; cx < 2; cx++) {
-                long double w = (long double)corner_weight(&fp, dims, cx, cy, cz) / 256.0L;
-                texel c;
-                corner(&lt, &fp, cx, cy, cz, layer, &c);
-                for (int k = 0; k < 4; k++) acc[k] += w * (long double)c.f[k];
-            }
-    for (int k = 0; k < 4; k++) {
-        if (lt.read_normalized && !is_float(lt.format)) {
-            /* 8/16-bit normalised texels are filtered as 16-bit fixed point and the sum rounded to it */
-            long double scale = is_signed(lt.format) ? 32767.0L : 65535.0L;
-            long double r = floorl(acc[k] * scale + 0.5L);
-            v.f[k] = (float)r / (float)scale;
-        } else if (lt.format == PTX_TF_F16) {
-            v.f[k] = to_half_precision(acc[k]);
-        } else {
-            v.f[k] = round_away(acc[k]);
-        }
-    }
-    for (int k = 0; k < 4; k++) out[k] = bits_of(v.f[k]);
+    if (t->mip_levels) ptx_tex_fetch_mip(t, geom, rtype, ctype, PTX_MIP_BASE, coords, 0, out);
+    else fetch_plain(t, geom, rtype, ctype, coords, out);
 }
 
 void ptx_tex_gather(const ptx_texture *t, uint32_t comp, uint32_t geom, uint32_t rtype, uint32_t ctype,
@@ -384,34 +413,64 @@ int32_t ptx_tex_query(const ptx_texture *t, uint32_t what) {
     case 6: return (int32_t)t->filter;
     case 7: case 8: case 9: return (int32_t)t->address[what - 7];
     case 10: return (int32_t)t->layers;
-    case 11: return 1;
+    case 11: return (int32_t)t->mip_levels;     /* the PTX ISA: 0 when not mipmapped */
     case 12: return 1;
     default: return 0;
     }
 }
 
-int32_t ptx_surf_access(const ptx_texture *t, uint32_t geom, const int32_t *coords, void *data,
-                        uint32_t nbytes, uint32_t clamp, uint32_t store) {
-    if (!valid(t)) return 1;
-    int first = (geom == PTX_TG_A1D || geom == PTX_TG_A2D) ? 1 : 0;
-    int32_t layer = first ? coords[0] : 0;
-    int32_t bx = coords[first], y = dims_of(geom) > 1 ? coords[first + 1] : 0;
-    int32_t z = dims_of(geom) > 2 ? coords[first + 2] : 0;
-    const int64_t row = (int64_t)t->width * t->channels * elem_size(t->format);
-    const int32_t h = t->height ? (int32_t)t->height : 1, d = t->depth ? (int32_t)t->depth : 1;
-    const int32_t nl = t->layers ? (int32_t)t->layers : 1;
-    int out = bx < 0 || (int64_t)bx + nbytes > row || y < 0 || y >= h || z < 0 || z >= d
-              || layer < 0 || layer >= nl;
-    if (out) {
-        if (clamp == PTX_SC_TRAP) return 1;
-        if (clamp == PTX_SC_ZERO) { if (!store) memset(data, 0, nbytes); return 0; }
-        bx = bx < 0 ? 0 : ((int64_t)bx + nbytes > row ? (int32_t)(row - nbytes) : bx);
-        y = y < 0 ? 0 : y >= h ? h - 1 : y;
-        z = z < 0 ? 0 : z >= d ? d - 1 : z;
-        layer = layer < 0 ? 0 : layer >= nl ? nl - 1 : layer;
+/* ---- independent texturing mode: samplers apart from textures ---- */
+
+static int is_sampler(const void *h) { return h && ((const ptx_sampler *)h)->magic == PTX_SAMPLER_MAGIC; }
+
+/* PTX's addressing modes as the texture unit applies them: clamp_ogl clamps as clamp_to_edge does */
+static uint32_t sampler_address(uint32_t mode) {
+    switch (mode) {
+    case PTX_SA_WRAP: return PTX_TA_WRAP;
+    case PTX_SA_MIRROR: return PTX_TA_MIRROR;
+    case PTX_SA_CLAMP_TO_BORDER: return PTX_TA_BORDER;
+    default: return PTX_TA_CLAMP;
     }
-    uint8_t *p = (uint8_t *)(uintptr_t)t->base + (uint64_t)(layer + z) * t->slice + (uint64_t)y * t->pitch + bx;
-    if (store) memcpy(p, data, nbytes);
-    else memcpy(data, p, nbytes);
-    return 0;
 }
+
+const ptx_texture *ptx_tex_sampled(const ptx_texture *t, const ptx_sampler *s, ptx_texture *out) {
+    if (!valid(t)) return 0;
+    if (valid((const ptx_texture *)s)) {     /* unified mode's sampler: another texture's filtering and addressing */
+        const ptx_texture *st = (const ptx_texture *)s;
+        *out = *t;
+        out->filter = st->filter;
+        for (int d = 0; d < 3; d++) out->address[d] = st->address[d];
+        out->normalized = st->normalized;
+        return out;
+    }
+    if (!is_sampler(s)) return 0;
+    *out = *t;
+    out->filter = s->filter;
+    for (int d = 0; d < 3; d++) out->address[d] = sampler_address(s->mode[d]);
+    if (s->force_unnormalized) out->normalized = 0;
+    return out;
+}
+
+int32_t ptx_sampler_query(const void *h, uint32_t what) {
+    if (!is_sampler(h)) return what == PTX_QUERY_FORCE_UNNORMALIZED ? 0 : ptx_tex_query((const ptx_texture *)h, what);
+    const ptx_sampler *s = (const ptx_sampler *)h;
+    switch (what) {
+    case 6: return (int32_t)s->filter;
+    case 7: case 8: case 9: return (int32_t)s->mode[what - 7];
+    case PTX_QUERY_FORCE_UNNORMALIZED: return (int32_t)s->force_unnormalized;
+    default: return 0;
+    }
+}
+
+int32_t ptx_handle_is(const void *h, uint32_t kind) {
+    /* a sampler's magic is its first word: checked first, so a sampler is never read past its end; what is
+       not 8-byte aligned is no descriptor */
+    if (!h || ((uintptr_t)h & 7)) return 0;
+    if (is_sampler(h)) return kind == PTX_KIND_SAMPLER;
+    return kind != PTX_KIND_SAMPLER && valid((const ptx_texture *)h);
+}
+
+/* The mipmap and surface parts share this file's static helpers, and the AMDGPU bitcode is built from this
+   one translation unit (ptx/amdgpu_texture.py), so they are included rather than compiled apart. */
+#include "texture_mip.c"
+#include "surface.c"

@@ -88,3 +88,50 @@ def test_hip_extra_array_layout():
     assert vals[0] == 1 and vals[2] == 2 and vals[4] == 3
     assert vals[1] == ctypes.addressof(buf) and ctypes.string_at(vals[1], 28) == params
     assert ctypes.c_size_t.from_address(vals[3]).value == 28
+
+
+SURFACE_PTX = """
+.version 8.5
+.target sm_80
+.address_size 64
+.visible .entry surf(.param .u64 s, .param .u64 v)
+{
+    .reg .b32 %r<8>; .reg .b64 %rd<4>; .reg .f32 %f<2>;
+    ld.param.u64 %rd0, [s];
+    ld.param.u64 %rd1, [v];
+    mov.u32 %r1, %tid.x;
+    mov.u32 %r2, %ctaid.x;
+    mov.b32 %f1, %r1;
+    sust.p.2d.v4.b32.trap [%rd0, {%r1, %r2}], {%r1, %r2, %f1, 7};
+    sured.b.add.2d.u32.zero [%rd0, {%r1, %r2}], %r2;
+    sured.p.max.1d.b64.clamp [%rd0, {%r1}], %rd1;
+    sured.b.or.3d.b32.trap [%rd0, {%r1, %r2, %r2, %r2}], %r1;
+    ret;
+}
+"""
+
+
+@pytest.mark.parametrize("target", ["gfx1100", "gfx90a"])
+def test_surface_stores_and_reductions_compile(target):
+    """sust.p and sured link the texture runtime's ptx_surf_store_p / ptx_surf_reduce, whose reductions are
+    the target's atomic instructions on a flat address (the surface may be in any memory)."""
+    import re
+    import subprocess
+    import tempfile
+    from ptx.amdgpu_texture import find_clang
+    need_linker()
+    if find_clang() is None:
+        pytest.skip("no clang to build the texture runtime")
+    mod = ptx.compile(SURFACE_PTX, target=target)
+    assert "surf" in mod.kernels
+    # the disassembler of the clang that built the runtime knows the targets that clang knows
+    objdump = os.path.join(os.path.dirname(find_clang()), "llvm-objdump")
+    if not os.access(objdump, os.X_OK):
+        return
+    with tempfile.NamedTemporaryFile(suffix=".co") as f:
+        f.write(mod.code_object)
+        f.flush()
+        asm = subprocess.run([objdump, "-d", f"--mcpu={target}", f.name], capture_output=True, text=True).stdout
+    ops = set(re.findall(r"\b(?:flat|global)_atomic_(\w+?)(?:_u32|_u64|_b32|_b64|_x2)?\b", asm))
+    # add stays one instruction; min/max (and, at system scope, and/or) are compare-and-swap loops
+    assert {"add", "cmpswap"} <= ops, sorted(ops)

@@ -240,3 +240,27 @@ def test_texture_surface(built_samples, tmp_path):
     fetches and surface stores through the texture runtime linked into their code object."""
     calls, details = run_sample(built_samples, tmp_path, "texture_surface")
     assert any(c["call"] == "hipMallocManaged" for c in calls), sorted({c["call"] for c in calls})
+
+
+def test_texture_references(shim_libdir, tmp_path):
+    """Legacy texture and surface references over HIP (ZLUDA_TEXREF=1, tests/driver/texref_host.c): each
+    reference's variable in the code object written through HIP, its descriptors in managed memory, the fetches
+    and surface stores through the texture runtime linked into the code object."""
+    import shutil
+    _need_emulator()
+    cuda_h = "/usr/local/cuda/include"
+    if shutil.which("gcc") is None or not os.path.isfile(os.path.join(cuda_h, "cuda.h")):
+        pytest.skip("needs gcc and cuda.h")
+    exe = tmp_path / "texref_host"
+    subprocess.run(["gcc", "-O1", "-I", cuda_h, str(ROOT / "tests" / "driver" / "texref_host.c"), "-o", str(exe),
+                    "-L", shim_libdir, "-lcuda", "-lm", f"-Wl,-rpath,{shim_libdir}"], check=True)
+    env, log = _env(tmp_path)
+    env["ZLUDA_TEXREF"] = "1"
+    r = subprocess.run([sys.executable, "-m", "zluda_py.cli", "run", "--backend", "hip", "--", str(exe), "5"],
+                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok 0"), (r.stdout + r.stderr)[-4000:]
+    calls = _calls(log)
+    bound = {c["args"][1] for c in calls if c["call"] == "hipModuleGetGlobal" and c["ret"] == "hipSuccess"}
+    assert {"tex2", "tex1", "surf"} <= bound, bound
+    assert any(c["call"] == "hipMallocManaged" for c in calls)
+    assert sum(c["call"] == "emulator.launch_raw" for c in calls) >= 8

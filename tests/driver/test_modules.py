@@ -668,7 +668,13 @@ def test_launch_kernel_ex_attributes_and_per_thread_stream(cu, kptx):
                         (((8, struct.pack("<i", -1)),), CUDA_SUCCESS),                     # priority
                         (((4, struct.pack("<3I", 1, 1, 1)),), CUDA_SUCCESS),               # 1x1x1 cluster
                         (((2, struct.pack("<i", 1)),), CUDA_SUCCESS),                      # cooperative
-                        (((4, struct.pack("<3I", 2, 1, 1)),), INVALID_VALUE),              # real clusters
+                        (((4, struct.pack("<3I", 2, 1, 1)),), CUDA_SUCCESS),               # clusters of 2
+                        (((4, struct.pack("<3I", 3, 1, 1)),), CUDA_SUCCESS),               # clusters of 3
+                        # NVIDIA's answers (tests/data/nvidia_cluster_answers.json): CUDA_ERROR_INVALID_CLUSTER_SIZE
+                        (((4, struct.pack("<3I", 4, 1, 1)),), 912),                        # 4 does not divide 6
+                        (((4, struct.pack("<3I", 0, 1, 1)),), 912),                        # a zero dimension
+                        (((4, struct.pack("<3I", 1, 1, 1)), (2, struct.pack("<i", 1))), CUDA_SUCCESS),
+                        (((4, struct.pack("<3I", 2, 1, 1)), (2, struct.pack("<i", 1))), 801),  # not implemented
                         (((99, b""),), INVALID_VALUE)):                                    # unknown id
         out = np.full(n, -1, np.int32)
         with Buf(cu, out) as dout:

@@ -199,10 +199,7 @@ def test_surface_store_then_load(rng, one_kernel):
 
 
 @pytest.mark.parametrize("body, what", [
-    ("tex.2d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [tref, {%f1, %f2}];", "legacy texture"),
-    ("tex.2d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [%rd0, %rd1, {%f1, %f2}];", "independent texturing"),
-    ("sust.p.2d.b32.trap [%rd0, {%r1, %r2}], {%r1};", "sust.p"),
-    ("tex.level.2d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [%rd0, {%f1, %f2}], %f3;", "mipmapped"),
+    ("tex.level.2d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [%rd0, {%f1, %f2}], %f3, {%r1, %r2};", "offset"),
 ])
 def test_unsupported_forms_are_refused_by_name(body, what):
     decl = ".global .texref tref;\n" if "tref" in body else ""

@@ -113,6 +113,8 @@ class BackendStream(ABC):
     @abstractmethod
     def launch(self, function: BackendFunction, grid: tuple, block: tuple, shared_bytes: int,
                params: bytes, cooperative: bool = False) -> None: ...
+    # `cooperative` is a bool, or an int of ptx.runtime launch flags: COOPERATIVE (1), or
+    # ptx.runtime.cluster_flags(dims) for a thread-block cluster launch (a backend refuses shapes it cannot run).
 
     @abstractmethod
     def host_func(self, fn: Callable[[], None]) -> None:

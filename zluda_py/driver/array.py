@@ -32,6 +32,7 @@ class Array:
     channels: int
     flags: int
     alloc: object
+    owner: int = 0       # the mipmapped array this is a level of (mipmap.py), which alone frees it
 
     @property
     def elem(self) -> int:
@@ -142,6 +143,9 @@ def array3d_get_descriptor(pdesc, handle):
 def array_destroy(handle):
     # NVIDIA's driver crashes on a second destroy (tests/data/nvidia_array_errors.json); refused here
     a = lookup(handle)
+    if a.owner:
+        from zluda_py.driver import mipmap
+        return mipmap.destroy_level(a)
     del ARRAYS[a.handle]
     ctx = a.alloc.ctx
     if ctx is not None and not ctx.destroyed and not ctx.idle():

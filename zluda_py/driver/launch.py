@@ -15,7 +15,8 @@ from zluda_py.driver import stream as streammod
 from zluda_py.driver.device import device_props
 from zluda_py.driver.module import Function, get_function
 from zluda_py.errors import (CudaError, CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE, CUDA_ERROR_INVALID_VALUE,
-                             CUDA_ERROR_INVALID_CONTEXT, CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES)
+                             CUDA_ERROR_INVALID_CONTEXT, CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES,
+                             CUDA_ERROR_INVALID_CLUSTER_SIZE, CUDA_ERROR_NOT_SUPPORTED)
 
 CU_LAUNCH_PARAM_END = 0x0
 CU_LAUNCH_PARAM_BUFFER_POINTER = 0x1
@@ -127,9 +128,43 @@ def check_configuration(f: Function, grid: tuple, block: tuple, shared: int, sha
                     f"(static {f.static_shared()})")
 
 
+# Thread-block clusters (sm_90): what NVIDIA's driver answers (an H100, tests/data/nvidia_cluster_answers.json)
+PORTABLE_CLUSTER_SIZE = 8
+MAX_CLUSTER_SIZE = 16
+
+
+def cluster_shape(f, grid, cluster):
+    """(dims, explicit) of a launch of `f` with the launch attribute's cluster dims (None: no attribute), or
+    CUDA_ERROR_INVALID_CLUSTER_SIZE as NVIDIA's driver answers: a zero dimension, a grid that is no multiple
+    of the cluster, more than 8 CTAs (16 with CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED), or dims
+    other than the kernel's .reqnctapercluster (__cluster_dims__), which a launch without the attribute gets."""
+    required, explicit_directive = f.cluster_requirement()
+    if cluster is None:
+        if required is None:
+            return (1, 1, 1), explicit_directive
+        cluster = required
+    elif required is not None and tuple(cluster) != required:
+        raise CudaError(CUDA_ERROR_INVALID_CLUSTER_SIZE,
+                        f"{f.name}: cluster {tuple(cluster)} differs from its .reqnctapercluster {required}")
+    cluster = tuple(int(c) for c in cluster)
+    if any(c == 0 for c in cluster):
+        raise CudaError(CUDA_ERROR_INVALID_CLUSTER_SIZE, f"cluster dimension {cluster} has a zero")
+    if any(g % c for g, c in zip(grid, cluster)):
+        raise CudaError(CUDA_ERROR_INVALID_CLUSTER_SIZE, f"grid {tuple(grid)} is not a multiple of cluster {cluster}")
+    size = cluster[0] * cluster[1] * cluster[2]
+    most = MAX_CLUSTER_SIZE if f.settable.get(14) else PORTABLE_CLUSTER_SIZE   # NON_PORTABLE_CLUSTER_SIZE_ALLOWED
+    if size > most:
+        raise CudaError(CUDA_ERROR_INVALID_CLUSTER_SIZE,
+                        f"{f.name}: cluster {cluster} of {size} CTAs > {most}"
+                        + ("" if most == MAX_CLUSTER_SIZE else " (more needs CU_FUNC_ATTRIBUTE_NON_PORTABLE_"
+                                                               "CLUSTER_SIZE_ALLOWED)"))
+    return cluster, True
+
+
 def launch(hfunc, grid, block, shared, hstream, kernel_params, extra, per_thread=False, cooperative=False,
-           packed=None):
-    """Every launch's checks and enqueue; `packed` is a parameter buffer the caller built (the legacy API)."""
+           packed=None, cluster=None):
+    """Every launch's checks and enqueue; `packed` is a parameter buffer the caller built (the legacy API);
+    `cluster` the CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION of cuLaunchKernelEx (None: none given)."""
     init.require_init()
     ctx = ctxmod.current_context()      # first: a released or poisoned context answers before the handle
     f = get_function(hfunc)
@@ -140,6 +175,7 @@ def launch(hfunc, grid, block, shared, hstream, kernel_params, extra, per_thread
     # A bad shape is CUDA_ERROR_INVALID_VALUE for every caller: on an H200 with CUDA 13.0, cudart programs
     # see cudaErrorInvalidValue for oversized, zero and out-of-range blocks and grids (samples/error_paths).
     check_configuration(f, grid, block, shared, CUDA_ERROR_INVALID_VALUE)
+    dims, explicit = cluster_shape(f, grid, cluster)
     if kernel_params and extra:
         raise CudaError(CUDA_ERROR_INVALID_VALUE, "both kernelParams and extra are given")
     if packed is not None:
@@ -154,9 +190,16 @@ def launch(hfunc, grid, block, shared, hstream, kernel_params, extra, per_thread
         if blocks > most:
             raise CudaError(CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE,
                             f"{f.name}: cooperative grid of {blocks} blocks > {most} co-resident blocks")
+    flags = bool(cooperative)
+    if explicit:
+        if cooperative and dims != (1, 1, 1):
+            raise CudaError(CUDA_ERROR_NOT_SUPPORTED, f"{f.name}: a cooperative launch of clusters {dims} "
+                                                      "(clusters and grid barriers together are not implemented)")
+        from ptx.runtime import cluster_flags
+        flags = cluster_flags(dims) | int(bool(cooperative))
     s = streammod.resolve_stream(hstream, per_thread)
-    s.launch(f.backend_fn, grid, block, shared, params, cooperative)
-    if fastpath.ON and not (cooperative or extra or packed is not None):
+    s.launch(f.backend_fn, grid, block, shared, params, flags)
+    if fastpath.ON and not (cooperative or explicit or extra or packed is not None):
         fastpath.launched(hfunc, ctx, f)        # the C fast path may make the next such launch
 
 
@@ -181,13 +224,14 @@ def launch_cooperative_kernel_ptsz(f, gx, gy, gz, bx, by, bz, shared, hstream, k
 
 
 def read_launch_config(config: int):
-    """(grid, block, shared, stream, cooperative, cluster) from a CUlaunchConfig."""
+    """(grid, block, shared, stream, cooperative, cluster) from a CUlaunchConfig; cluster is None without a
+    CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION."""
     if not config:
         raise CudaError(CUDA_ERROR_INVALID_VALUE, "config is NULL")
     gx, gy, gz, bx, by, bz, shared, hstream, attrs, nattrs = _LAUNCH_CONFIG.unpack(
         cmem.read_bytes(config, _LAUNCH_CONFIG.size, "config"))
     cooperative = False
-    cluster = (1, 1, 1)
+    cluster = None                  # no cluster attribute (a kernel's .reqnctapercluster may still apply)
     if nattrs and not attrs:
         raise CudaError(CUDA_ERROR_INVALID_VALUE, f"config has {nattrs} attributes and attrs is NULL")
     for i in range(nattrs):
@@ -206,14 +250,8 @@ def read_launch_config(config: int):
 
 def _launch_ex(config, f, kernel_params, extra, per_thread):
     grid, block, shared, hstream, cooperative, cluster = read_launch_config(config)
-    if any(c == 0 for c in cluster):
-        raise CudaError(CUDA_ERROR_INVALID_VALUE, f"cluster dimension {cluster} has a zero")
-    if tuple(cluster) != (1, 1, 1):
-        if any(g % c for g, c in zip(grid, cluster)):
-            raise CudaError(CUDA_ERROR_INVALID_VALUE, f"grid {grid} is not a multiple of cluster {cluster}")
-        # Thread block clusters (sm_90) would need distributed shared memory: refused rather than faked.
-        raise CudaError(CUDA_ERROR_INVALID_VALUE, f"thread block clusters {cluster} are not supported")
-    launch(f, grid, block, shared, hstream, kernel_params, extra, per_thread=per_thread, cooperative=cooperative)
+    launch(f, grid, block, shared, hstream, kernel_params, extra, per_thread=per_thread, cooperative=cooperative,
+           cluster=cluster)
 
 
 @export("cuLaunchKernelEx")

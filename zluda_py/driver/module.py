@@ -62,7 +62,16 @@ class Function:
                          ATTR_CLUSTER_SCHEDULING_POLICY_PREFERENCE: 0, ATTR_SHARED_MEMORY_MODE: 0}
         self._c_name = None
         self._limits = None
+        self._cluster = None
         handles.new(self)
+
+    def cluster_requirement(self):
+        """(.reqnctapercluster dims or None, .explicitcluster) of the kernel, from its PTX (__cluster_dims__
+        compiles to .reqnctapercluster); (None, False) when the text is not at hand."""
+        c = self._cluster
+        if c is None:
+            c = self._cluster = _cluster_directives(self.module.ptx_text, self.name)
+        return c
 
     @property
     def info(self):
@@ -152,7 +161,14 @@ class Function:
             return 0
         if attrib == ATTR_MAX_DYNAMIC_SHARED_SIZE_BYTES:
             return self.dynamic_shared_limit()
-        if attrib in (ATTR_CLUSTER_SIZE_MUST_BE_SET, ATTR_DEVICE_NODE_UPDATE_SUPPORTED):
+        if attrib in (ATTR_CLUSTER_SIZE_MUST_BE_SET, ATTR_REQUIRED_CLUSTER_WIDTH, ATTR_REQUIRED_CLUSTER_HEIGHT,
+                      ATTR_REQUIRED_CLUSTER_DEPTH):
+            required = self.cluster_requirement()[0]
+            if attrib == ATTR_CLUSTER_SIZE_MUST_BE_SET:
+                return int(required is not None)
+            if required is not None:
+                return required[attrib - ATTR_REQUIRED_CLUSTER_WIDTH]
+        if attrib == ATTR_DEVICE_NODE_UPDATE_SUPPORTED:
             return 0        # no device-side graph node updates here
         if attrib in self.settable:
             return self.settable[attrib]
@@ -172,6 +188,8 @@ class Function:
             raise CudaError(CUDA_ERROR_INVALID_VALUE, f"shared memory carveout {value} is not -1..100")
         if attrib == ATTR_SHARED_MEMORY_MODE and value not in _SHARED_MEMORY_MODES:
             raise CudaError(CUDA_ERROR_INVALID_VALUE, f"shared memory mode {value} is not a CUsharedMemoryMode (0..4)")
+        if attrib == ATTR_NON_PORTABLE_CLUSTER_SIZE_ALLOWED:
+            value = int(value != 0)     # NVIDIA's reads a set 2 back as 1
         self.settable[attrib] = value
         self._limits = None
         fastpath.forget_functions()     # the C launch path checked launches against the old limits
@@ -201,6 +219,9 @@ class Module:
         f = self.functions.get(name)
         if f is not None:
             return f
+        refused = getattr(self.backend_module, "refused_kernels", None)
+        if refused and name in refused:
+            raise refused[name]
         with self._fn_lock:
             f = self.functions.get(name)
             if f is None:
@@ -248,6 +269,8 @@ class Module:
         if self.unloaded:
             return
         self.unloaded = True
+        for hook in _unload_hooks:
+            hook(self)
         fastpath.forget_functions()     # its functions' handles are dead
         for a in self._allocations:
             INDEX.remove(a)
@@ -259,6 +282,24 @@ class Module:
         if self.library is None:
             release(self.ctx, self.backend_module, self.name)
         self.backend_module = _UNLOADED
+
+
+_unload_hooks: list = []
+_load_checks: list = []
+
+
+def on_load(fn):
+    """Run fn(ptx_text, name, backend_module) once a module is compiled: a CudaError it raises refuses the
+    load; it may name kernels cuModuleGetFunction refuses (backend_module.refused_kernels: name -> CudaError)."""
+    _load_checks.append(fn)
+    return fn
+
+
+
+def on_unload(fn):
+    """Run fn(module) as a module is unloaded, before its code and globals go (texref.py's references)."""
+    _unload_hooks.append(fn)
+    return fn
 
 
 class _Unloaded:
@@ -307,6 +348,21 @@ def kept_resources(backend_module):
     return kept() if kept is not None else None
 
 
+def _cluster_directives(text, name):
+    """(.reqnctapercluster as 3 ints or None, whether .explicitcluster or .reqnctapercluster is given) of the
+    entry `name` in PTX `text`: its directives sit between the parameter list and the body."""
+    if not text or (".reqnctapercluster" not in text and ".explicitcluster" not in text):
+        return None, False
+    import re
+    m = re.search(r"\.entry\s+" + re.escape(name) + r"\s*(\([^)]*\))?([^{;]*)\{", text)
+    if not m:
+        return None, False
+    tail = m.group(2)
+    r = re.search(r"\.reqnctapercluster\s+(\d+)(?:\s*,\s*(\d+))?(?:\s*,\s*(\d+))?", tail)
+    dims = tuple(int(d) if d else 1 for d in r.groups()) if r else None
+    return dims, dims is not None or ".explicitcluster" in tail
+
+
 def _module_resources(text, name) -> dict:
     if not text:
         return {}
@@ -336,6 +392,12 @@ def compile_ptx(device: int, ptx_text: str, name: str):
     backend = init.require_init()
     t0 = time.perf_counter_ns()
     m = backend.module_load(device, ptx_text, name)
+    try:
+        for check in _load_checks:      # after the compile: a PTX error is answered first, as NVIDIA's JIT does
+            check(ptx_text, name, m)
+    except CudaError:
+        m.unload()
+        raise
     limit = device_props(device).attributes.get(ATTR_DEV_MAX_SHARED_PER_BLOCK_OPTIN, 48 * 1024)
     try:
         jit.check_static_shared(m, ptx_text, limit, name)

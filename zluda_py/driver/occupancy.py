@@ -9,7 +9,7 @@ from zluda_py.driver.device import device_props
 from zluda_py.driver.module import (ATTR_MAX_DYNAMIC_SHARED_SIZE_BYTES as _ATTR_MAX_DYNAMIC_SHARED,
                                       ATTR_PREFERRED_SHARED_MEMORY_CARVEOUT as _ATTR_CARVEOUT, Function,
                                       get_function)
-from zluda_py.errors import CudaError, CUDA_ERROR_INVALID_VALUE
+from zluda_py.errors import CudaError, CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_INVALID_CLUSTER_SIZE
 
 _MAX_THREADS_PER_BLOCK = 1
 _SHARED_PER_BLOCK = 8
@@ -209,8 +209,27 @@ def occupancy_max_active_clusters(value_out, hfunc, config):
     if not value_out:
         raise CudaError(CUDA_ERROR_INVALID_VALUE, "numClusters is NULL")
     _grid, block, shared, _s, _coop, cluster = read_launch_config(config)
+    if cluster is None:     # the kernel's __cluster_dims__, else clusters of one
+        cluster = f.cluster_requirement()[0] or (1, 1, 1)
     size = cluster[0] * cluster[1] * cluster[2]
     if size <= 0:
-        raise CudaError(CUDA_ERROR_INVALID_VALUE, f"cluster dimension {cluster} has a zero")
+        raise CudaError(CUDA_ERROR_INVALID_CLUSTER_SIZE, f"cluster dimension {cluster} has a zero")
+    if size > (16 if f.settable.get(14) else 8):      # NON_PORTABLE_CLUSTER_SIZE_ALLOWED
+        raise CudaError(CUDA_ERROR_INVALID_CLUSTER_SIZE, f"cluster {cluster} is too large")
     blocks = max_active_blocks(f, block[0] * block[1] * block[2], shared) * _attrs(f).get(_MULTIPROCESSOR_COUNT, 1)
     cmem.write_i32(value_out, blocks // size)
+
+
+@export("cuOccupancyMaxPotentialClusterSize")
+def occupancy_max_potential_cluster_size(value_out, hfunc, config):
+    """The largest cluster a launch of the config could have: 8 CTAs (portable), 16 once
+    CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED is set; a kernel's .reqnctapercluster is its size.
+    (The CPU backend runs a cluster's CTAs as fibers of one worker: any block size fits.)"""
+    from zluda_py.driver.launch import read_launch_config
+    f = get_function(hfunc)
+    if not value_out:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, "clusterSize is NULL")
+    read_launch_config(config)
+    required = f.cluster_requirement()[0]
+    size = required[0] * required[1] * required[2] if required else (16 if f.settable.get(14) else 8)
+    cmem.write_i32(value_out, size)

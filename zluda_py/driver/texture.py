@@ -1,13 +1,13 @@
 """Texture objects: cuTexObjectCreate/Destroy and their resource, texture and view descriptors, over CUDA
-arrays, linear and pitch2D memory. A handle is the address of the runtime's descriptor (texture.h), kept
-in managed memory so kernel code reads it on every backend."""
+arrays, mipmapped arrays (mipmap.py), linear and pitch2D memory. A handle is the address of the runtime's
+descriptor (texture.h), kept in managed memory so kernel code reads it on every backend."""
 
 from __future__ import annotations
 
 import ctypes
 import struct
 
-from ptx.runtime.texture import Descriptor, MAGIC
+from ptx.runtime.texture import Descriptor, MAGIC, TEX_CUBEMAP
 from zluda_py import cmem
 from zluda_py.dispatch import export
 from zluda_py.driver import context as ctxmod
@@ -36,15 +36,14 @@ def resource(pres, what="pResDesc") -> Descriptor:
         handle, = struct.unpack_from("<Q", raw, 8)
         if not handle:
             raise CudaError(CUDA_ERROR_INVALID_VALUE, "resource array is NULL")
-        a = lookup(handle)
-        d.base, d.pitch, d.slice = a.base, a.pitch, a.pitch * a.rows
-        d.format, d.channels = a.format, a.channels
-        d.width, d.height = a.width, a.height
-        if a.flags & (0x1 | CUBEMAP):
-            d.layers = a.depth
-        else:
-            d.depth = a.depth
-        return d
+        from zluda_py.driver import mipmap
+        if handle in mipmap.MIPMAPS:    # as NVIDIA answers it
+            raise CudaError(CUDA_ERROR_INVALID_VALUE, f"resource array {handle:#x} is a mipmapped array")
+        return array_descriptor(lookup(handle))
+    if kind == RES_MIPMAP:
+        from zluda_py.driver import mipmap
+        handle, = struct.unpack_from("<Q", raw, 8)
+        return mipmap.descriptor(handle)
     if kind in (RES_LINEAR, RES_PITCH2D):
         ptr, fmt, nch = struct.unpack_from("<QII", raw, 8)
         if not ptr:
@@ -66,7 +65,22 @@ def resource(pres, what="pResDesc") -> Descriptor:
         device_range(ptr, pitch * (h - 1) + w * elem, "resource devPtr")
         d.width, d.height, d.pitch, d.slice = w, h, pitch, pitch * h
         return d
-    raise CudaError(CUDA_ERROR_INVALID_VALUE, f"resource type {kind} not supported (mipmapped arrays are not)")
+    raise CudaError(CUDA_ERROR_INVALID_VALUE, f"resource type {kind} is not a CUresourcetype")
+
+
+def array_descriptor(a) -> Descriptor:
+    """A descriptor over a CUDA array's texels (geometry filled, modes not)."""
+    d = Descriptor()
+    d.magic = MAGIC
+    d.base, d.pitch, d.slice = a.base, a.pitch, a.pitch * a.rows
+    d.format, d.channels = a.format, a.channels
+    d.width, d.height = a.width, a.height
+    if a.flags & (0x1 | CUBEMAP):
+        d.layers = a.depth
+    else:
+        d.depth = a.depth
+    d.tex_flags = TEX_CUBEMAP if a.flags & CUBEMAP else 0
+    return d
 
 
 def _keep(d: Descriptor, *descs) -> int:
@@ -107,6 +121,9 @@ def tex_object_create(pobj, pres, ptex, pview):
     d.read_normalized = 0 if flags & TRSF_READ_AS_INTEGER or FORMAT_BYTES[d.format] == 4 \
         or d.format == 0x10 else 1
     d.border[:] = struct.unpack_from("<4f", tex, 40)
+    if d.mip_levels:
+        from zluda_py.driver import mipmap
+        mipmap.sampling(d, tex, mipmap.lookup(struct.unpack_from("<Q", cmem.read_bytes(pres, 16), 8)[0]))
     view = cmem.read_bytes(pview, VIEW_DESC_BYTES) if pview else bytes(VIEW_DESC_BYTES)
     cmem.write_u64(pobj, _keep(d, cmem.read_bytes(pres, RES_DESC_BYTES), tex, view))
 

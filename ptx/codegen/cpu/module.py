@@ -21,7 +21,7 @@ from ptx.codegen.module_context import (BUILTIN_FUNCS, ModuleContext, decl_align
 # the instruction families register their handlers on import
 from ptx.codegen import ops_int, ops_float, ops_cvt, ops_mem, ops_ctrl, ops_warp, ops_atom, ops_mbarrier  # noqa: F401
 from ptx.codegen import ops_simd  # noqa: F401  (video and packed 16x2 integer instructions)
-from ptx.codegen import ops_surf, ops_tex  # noqa: F401
+from ptx.codegen import ops_surf, ops_tex, ops_texref  # noqa: F401
 from ptx.codegen import ops_cluster, ops_narrow_float, ops_f32x2  # noqa: F401  (clusters of one, fp8/6/4, f32x2)
 from ptx.codegen import ops_mma, ops_mma_move  # noqa: F401  (tensor-core matrix instructions)
 from ptx.codegen import ops_async  # noqa: F401  (cp.async and the bulk and tensor-map copies)
@@ -35,10 +35,13 @@ _HEX_BYTE = [f"\\{b:02X}" for b in range(256)]
 
 
 def emit_global(d: A.VarDecl, mctx: ModuleContext, out: list):
-    if d.type.name in ("texref", "surfref", "samplerref"):
-        # CUDA 12 removed texture/surface references; texture and surface objects are what runs here
-        raise PTXUnsupportedError(f"module-scope .{d.type.name} {d.name} (legacy texture/surface references)",
-                                  d.pos.line, d.pos.col)
+    if d.type.name in T.OPAQUE:
+        # a texture/surface reference's descriptor address (the driver writes it) or a sampler (ops_texref.py)
+        data = ops_texref.variable_bytes(d, mctx.module)
+        name = llvm_name("g", d.name)
+        mctx.global_syms[d.name] = (name, len(data))
+        out.append(f'{name} = global [{len(data)} x i8] c"{"".join(map(_HEX_BYTE.__getitem__, data))}", align 8')
+        return
     size = decl_size(d)
     if size == 0 and d.init:
         size = len(flat_init(d.init)) * T.size_of(d.type.name) * d.type.vec

@@ -397,7 +397,7 @@ class CpuStream(BackendStream):
             if address not in _kernel_names:
                 _kernel_names[address] = getattr(function, "name", "?")
             t = self._q.zq_stream_submit(cell, address, params, len(params), gx, gy, gz, bx, by, bz,
-                                         static_shared, shared_bytes, frame_bytes, 1 if cooperative else 0)
+                                         static_shared, shared_bytes, frame_bytes, int(cooperative))
             return t != 0
 
     def host_func(self, fn) -> None:

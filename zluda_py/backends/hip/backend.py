@@ -13,7 +13,7 @@ from zluda_py.backends.base import (Backend, BackendEvent, BackendFunction, Back
 from zluda_py.backends.hip import runtime
 from zluda_py.backends.hip.attributes import compute_capability, hip_attributes
 from zluda_py.backends.hip.runtime import call
-from zluda_py.errors import CudaError, CUDA_ERROR_NO_DEVICE
+from zluda_py.errors import CudaError, CUDA_ERROR_NO_DEVICE, CUDA_ERROR_NOT_SUPPORTED
 
 HIP_NOT_READY = 600
 # HIP_LAUNCH_PARAM_*: CUDA's `extra` ends with 0, HIP's with 3 -- the array is rebuilt for every launch
@@ -78,8 +78,12 @@ class HipStream(BackendStream):
             call(fn, ptr + r * pitch, value, count, self.stream, what=fn.__name__)
 
     def launch(self, function, grid, block, shared_bytes, params, cooperative=False):
+        flags = int(cooperative)
+        if (flags >> 8) & 0x7fff not in (0, 0x421):    # cluster dims other than (1, 1, 1) (ptx.runtime.cluster_flags)
+            raise CudaError(CUDA_ERROR_NOT_SUPPORTED, "thread-block clusters of more than one CTA run on the CPU "
+                                                      "backend only")
         extra, buf, _size = launch_extra(params)
-        if cooperative:
+        if flags & 1:
             # hipModuleLaunchCooperativeKernel takes kernelParams only: one pointer per argument
             ptrs = (ctypes.c_void_p * max(len(function.info.params), 1))(
                 *[ctypes.addressof(buf) + p.offset for p in function.info.params])

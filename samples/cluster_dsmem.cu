@@ -1,0 +1,133 @@
+// Thread-block clusters (compute capability 9.0): a 512-bin histogram whose bins are spread over the shared
+// memories of a cluster's 4 CTAs (cooperative_groups::this_cluster(), map_shared_rank, atomicAdd into another
+// CTA's shared memory, cluster.sync()), launched with cudaLaunchKernelEx and a cluster-dimension attribute,
+// and a block-sum reduction by a __cluster_dims__(2, 1, 1) kernel launched with <<<>>>; both checked
+// against host references. Bad cluster launches answer cudaErrorInvalidClusterSize as on an H100.
+// Built for compute_90 (tests/apps/test_cluster_sample.py); on an older device it says so and passes.
+#include "sample_common.h"
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+
+#define BINS 512
+#define CLUSTER 4
+
+__global__ void cluster_histogram(const unsigned *data, int n, unsigned *hist) {
+#if __CUDA_ARCH__ >= 900
+    __shared__ unsigned shard[BINS / CLUSTER];
+    cg::cluster_group cluster = cg::this_cluster();
+    unsigned rank = cluster.block_rank();
+    for (int i = threadIdx.x; i < BINS / CLUSTER; i += blockDim.x) shard[i] = 0;
+    cluster.sync();                              // every shard is zeroed before anyone adds to it
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        unsigned bin = data[i] % BINS;
+        unsigned *dst = cluster.map_shared_rank(shard, bin % CLUSTER);
+        atomicAdd(&dst[bin / CLUSTER], 1u);
+    }
+    cluster.sync();                              // every CTA's adds are in before the shards are read
+    for (int i = threadIdx.x; i < BINS / CLUSTER; i += blockDim.x)
+        atomicAdd(&hist[i * CLUSTER + rank], shard[i]);
+#endif
+}
+
+// nvcc refuses __cluster_dims__ in a device pass below sm_90; those builds print that clusters need 9.0
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#define CLUSTER_DIMS_2
+#else
+#define CLUSTER_DIMS_2 __cluster_dims__(2, 1, 1)
+#endif
+__global__ void CLUSTER_DIMS_2 cluster_sum(const int *data, long long *sums, unsigned *ranks) {
+#if __CUDA_ARCH__ >= 900
+    __shared__ long long partial;
+    cg::cluster_group cluster = cg::this_cluster();
+    if (threadIdx.x == 0) partial = 0;
+    __syncthreads();
+    atomicAdd((unsigned long long *)&partial, (unsigned long long)(long long)data[blockIdx.x * blockDim.x + threadIdx.x]);
+    cluster.sync();
+    if (cluster.block_rank() == 0 && threadIdx.x == 0) {
+        long long total = 0;
+        for (unsigned r = 0; r < cluster.num_blocks(); r++) total += *cluster.map_shared_rank(&partial, r);
+        sums[blockIdx.x / 2] = total;
+    }
+    if (threadIdx.x == 0) ranks[blockIdx.x] = cluster.block_rank() | cluster.num_blocks() << 8 | cluster.block_index().x << 16;
+    cluster.sync();                              // rank 0 has read every partial before any CTA exits
+#endif
+}
+
+static cudaError_t launch_histogram(dim3 grid, dim3 block, unsigned cx, const unsigned *d, int n, unsigned *h) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = cx; attr.val.clusterDim.y = 1; attr.val.clusterDim.z = 1;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    return cudaLaunchKernelEx(&cfg, cluster_histogram, d, n, h);
+}
+
+int main() {
+    cudaDeviceProp prop;
+    CHECK(cudaGetDeviceProperties(&prop, 0));
+    if (prop.major < 9) {
+        printf("compute capability %d.%d: thread-block clusters need 9.0, nothing to run\n", prop.major, prop.minor);
+        return finish();
+    }
+    Rng rng(1234);
+    const int n = 100000;
+    unsigned *h_data = (unsigned *)malloc(n * sizeof(unsigned));
+    unsigned want[BINS] = {0}, got[BINS];
+    for (int i = 0; i < n; i++) {
+        unsigned v = (unsigned)rng.next();
+        h_data[i] = (i % 7 == 0) ? v % 37 : v;   // skewed: a few bins take many more adds
+        want[h_data[i] % BINS]++;
+    }
+    unsigned *d_data, *d_hist;
+    CHECK(cudaMalloc(&d_data, n * sizeof(unsigned)));
+    CHECK(cudaMalloc(&d_hist, BINS * sizeof(unsigned)));
+    CHECK(cudaMemcpy(d_data, h_data, n * sizeof(unsigned), cudaMemcpyHostToDevice));
+    CHECK(cudaMemset(d_hist, 0, BINS * sizeof(unsigned)));
+    CHECK(launch_histogram(dim3(16), dim3(128), CLUSTER, d_data, n, d_hist));
+    CHECK_LAUNCH();
+    CHECK(cudaMemcpy(got, d_hist, sizeof got, cudaMemcpyDeviceToHost));
+    compare_exact("histogram", got, want, BINS);
+
+    // bad shapes: a cluster that does not divide the grid, and 9 CTAs without the non-portable attribute
+    expect(launch_histogram(dim3(6), dim3(128), CLUSTER, d_data, n, d_hist) == cudaErrorInvalidClusterSize,
+           "grid 6 with clusters of 4 is cudaErrorInvalidClusterSize");
+    cudaGetLastError();
+    expect(launch_histogram(dim3(18), dim3(128), 9, d_data, n, d_hist) == cudaErrorInvalidClusterSize,
+           "clusters of 9 without the non-portable attribute are cudaErrorInvalidClusterSize");
+    cudaGetLastError();
+
+    // __cluster_dims__(2,1,1) through <<<>>>: 8 clusters of two 64-thread CTAs
+    const int blocks = 16, threads = 64;
+    int h_in[blocks * threads];
+    long long sums_want[blocks / 2] = {0}, sums_got[blocks / 2];
+    for (int i = 0; i < blocks * threads; i++) {
+        h_in[i] = (int)(rng.next() % 2000001) - 1000000;
+        sums_want[i / (2 * threads)] += h_in[i];
+    }
+    int *d_in;
+    long long *d_sums;
+    unsigned *d_ranks, ranks[blocks], ranks_want[blocks];
+    CHECK(cudaMalloc(&d_in, sizeof h_in));
+    CHECK(cudaMalloc(&d_sums, sizeof sums_got));
+    CHECK(cudaMalloc(&d_ranks, sizeof ranks));
+    CHECK(cudaMemcpy(d_in, h_in, sizeof h_in, cudaMemcpyHostToDevice));
+    CHECK(cudaMemset(d_sums, 0xff, sizeof sums_got));
+    cluster_sum<<<blocks, threads>>>(d_in, d_sums, d_ranks);
+    CHECK_LAUNCH();
+    CHECK(cudaMemcpy(sums_got, d_sums, sizeof sums_got, cudaMemcpyDeviceToHost));
+    CHECK(cudaMemcpy(ranks, d_ranks, sizeof ranks, cudaMemcpyDeviceToHost));
+    for (int b = 0; b < blocks; b++) ranks_want[b] = (b % 2) | 2u << 8 | (b % 2) << 16;
+    compare_exact("cluster sums", sums_got, sums_want, blocks / 2);
+    compare_exact("ranks", ranks, ranks_want, blocks);
+    // an odd grid is no multiple of the kernel's cluster
+    cluster_sum<<<blocks - 1, threads>>>(d_in, d_sums, d_ranks);
+    expect(cudaGetLastError() == cudaErrorInvalidClusterSize, "an odd grid of a __cluster_dims__(2) kernel fails");
+
+    CHECK(cudaFree(d_data)); CHECK(cudaFree(d_hist)); CHECK(cudaFree(d_in)); CHECK(cudaFree(d_sums));
+    CHECK(cudaFree(d_ranks));
+    free(h_data);
+    return finish();
+}
