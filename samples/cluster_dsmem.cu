@@ -68,8 +68,13 @@ static cudaError_t launch_histogram(dim3 grid, dim3 block, unsigned cx, const un
 int main() {
     cudaDeviceProp prop;
     CHECK(cudaGetDeviceProperties(&prop, 0));
-    if (prop.major < 9) {
-        printf("compute capability %d.%d: thread-block clusters need 9.0, nothing to run\n", prop.major, prop.minor);
+    // the kernels have cluster code only in a build for compute_90 or newer (a compute_86 build JIT-compiled
+    // for a 9.0 device would run their empty bodies)
+    cudaFuncAttributes fa;
+    CHECK(cudaFuncGetAttributes(&fa, cluster_histogram));
+    if (prop.major < 9 || fa.ptxVersion < 90) {
+        printf("compute capability %d.%d, kernels built for %d: thread-block clusters need 9.0, nothing to run\n",
+               prop.major, prop.minor, fa.ptxVersion);
         return finish();
     }
     Rng rng(1234);

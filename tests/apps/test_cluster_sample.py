@@ -36,6 +36,7 @@ def test_cluster_sample_on_compute_90(tmp_path, shim_libdir):
     proc = subprocess.run([sys.executable, "-m", "zluda_py.cli", "run", "--", str(exe)], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0 and proc.stdout.strip().endswith("PASS"), proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "nothing to run" not in proc.stdout      # the cluster kernels ran
 
 
 def test_nvidia_answers_are_what_the_driver_checks_against():
