@@ -461,17 +461,17 @@ class FunctionEmitter(SpecialRegisters):
         exchange(self, words, sources, then, room)
 
     def approx_math(self, ins, x, elem):
-        """sin/cos/lg2/ex2/tanh.approx of one `elem` value: in f64 (libm, or vector_math's IR), then the
-        GPU's side of the half rounding boundaries (approx_points.py)."""
+        """sin/cos/lg2/ex2/tanh.approx of one `elem` value: in f64 (vector_math's IR for f32 and narrower,
+        libm for f64), then the GPU's side of the half rounding boundaries (approx_points.py)."""
         from ptx.codegen import approx_points
         f = self.f
         xd = f.op(f"fpext {elem} {x} to double") if elem != "double" else x
         name = {"sin": "sin", "cos": "cos", "lg2": "log2", "ex2": "exp2", "tanh": "tanh"}[ins.opcode]
-        if name == "tanh":
-            rd = self.call("tanh", "double", [("double", xd)])
-        elif name in ("exp2", "log2") and elem != "double":      # IR: vectorises
+        if elem != "double":            # IR: vectorises
             from ptx.codegen import vector_math
             rd = getattr(vector_math, name)(self, xd)
+        elif name == "tanh":
+            rd = self.call("tanh", "double", [("double", xd)])
         else:
             rd = self.call(f"llvm.{name}.f64", "double", [("double", xd)])
         out = f.op(f"fptrunc double {rd} to {elem}") if elem != "double" else rd
