@@ -1,7 +1,7 @@
 """Warp collectives (shfl, vote, match, redux, activemask, bar.warp.sync, and the word exchange the
 tensor-core instructions move data with): each suspends the thread with its inputs in the frame header;
 the warp scheduler (warp_scheduler.c) computes the 32-lane result exactly and resumes the lanes (in
-region loops, cpu/warp_collectives.py evaluates shfl and vote itself)."""
+region loops, cpu/warp_collectives.py evaluates shfl, vote, redux, match and activemask itself)."""
 
 from __future__ import annotations
 

@@ -20,18 +20,21 @@ from ptx import host_target, runtime
 ROOT = Path(__file__).resolve().parents[2]
 
 # Thread `gap` of each block leaves before the barrier (gap < ntid: the block needs the barrier
-# fallback); the others store tanh(tid / 100), computed by libm's tanh (ops_float calls it).
-TANH = r"""
+# fallback); the others store tid / 100, through a device malloc'd word (the runtime's ptx_rt_malloc).
+NARROW = r"""
 .version 7.0
 .target sm_80
 .address_size 64
 
-.visible .entry tanhk(.param .u64 out, .param .u32 gap)
+.extern .func (.param .b64 func_retval0) malloc(.param .b64 malloc_param_0);
+.extern .func free(.param .b64 free_param_0);
+
+.visible .entry narrowk(.param .u64 out, .param .u32 gap)
 {
     .reg .pred %p<2>;
     .reg .b32 %r<8>;
     .reg .f32 %f<3>;
-    .reg .b64 %rd<4>;
+    .reg .b64 %rd<6>;
     .shared .align 4 .b8 s[1024];
 
     ld.param.u64 %rd1, [out];
@@ -46,7 +49,20 @@ TANH = r"""
     @%p1 bra DONE;
     cvt.rn.f32.u32 %f1, %r1;
     div.rn.f32 %f1, %f1, 0f42C80000;
-    tanh.approx.f32 %f2, %f1;
+    {
+    .param .b64 p0;
+    st.param.b64 [p0], 16;
+    .param .b64 r0;
+    call.uni (r0), malloc, (p0);
+    ld.param.b64 %rd5, [r0];
+    }
+    st.f32 [%rd5], %f1;
+    ld.f32 %f2, [%rd5];
+    {
+    .param .b64 p1;
+    st.param.b64 [p1], %rd5;
+    call.uni free, (p1);
+    }
     shl.b32 %r5, %r1, 2;
     mov.u32 %r7, s;
     add.s32 %r7, %r7, %r5;
@@ -60,25 +76,30 @@ DONE:
 """
 
 
-def run_tanh(kernel, blocks=4, n=64, gap=64):
+# the same without the malloc: region loops, whose barrier fallback is built at the first launch that needs it
+REGIONS = NARROW[:NARROW.index("    {\n    .param .b64 p0;")] + "    mov.f32 %f2, %f1;\n" + \
+    NARROW[NARROW.index("    shl.b32 %r5"):]
+
+
+def run_narrow(kernel, blocks=4, n=64, gap=64):
     out = np.full(blocks * n, -5.0, np.float32)
     kernel.launch(blocks, n, [out, gap])
     t = np.tile(np.arange(n), blocks)
-    want = np.tanh((t.astype(np.float32) / np.float32(100)).astype(np.float64)).astype(np.float32)
+    want = t.astype(np.float32) / np.float32(100)
     live = t != gap
-    np.testing.assert_allclose(out[live], want[live], rtol=1e-6)
+    assert np.array_equal(out[live], want[live])
     assert np.all(out[~live] == -5.0)
 
 
 @pytest.fixture
-def without_tanh(monkeypatch):
-    """The registered set less libm's tanh: what a runtime lacking a helper looks like to the check."""
-    ptx.compile(TANH + "// register\n")      # registration happens on first use: before narrowing
-    monkeypatch.setattr(host_target, "_registered", set(host_target.registered()) - {"tanh"})
+def without_helper(monkeypatch):
+    """The registered set less ptx_rt_malloc: what a runtime lacking a helper looks like to the check."""
+    ptx.compile(NARROW + "// register\n")      # registration happens on first use: before narrowing
+    monkeypatch.setattr(host_target, "_registered", set(host_target.registered()) - {"ptx_rt_malloc"})
 
 
 def test_registered_symbols_are_the_runtimes_own():
-    ptx.compile(TANH + "// registered\n")
+    ptx.compile(NARROW + "// registered\n")
     reg = host_target.registered()
     table = runtime.libcalls()
     for name in ("__truncsfbf2", "__truncdfbf2", "__truncdfhf2", "__truncsfhf2", "__extendhfsf2",
@@ -118,38 +139,40 @@ def test_check_names_what_an_object_needs():
         host_target.undefined_symbols(b"\xcaMACH-O" + bytes(80))
 
 
-def test_a_module_needing_an_unknown_symbol_fails_to_load(without_tanh):
-    with pytest.raises(ptx.PTXUnsupportedError, match="kernel code needs tanh, which the CPU runtime "
+def test_a_module_needing_an_unknown_symbol_fails_to_load(without_helper):
+    with pytest.raises(ptx.PTXUnsupportedError, match="kernel code needs ptx_rt_malloc, which the CPU runtime "
                                                       "does not provide"):
-        ptx.compile(TANH)
+        ptx.compile(NARROW)
     from zluda_py.backends.cpu.module import load_module
     from zluda_py.errors import CUDA_ERROR_NOT_SUPPORTED, CudaError
-    m = load_module(TANH, "m.ptx")      # the driver's load: the kernel alone is refused, at its first use
+    m = load_module(NARROW, "m.ptx")      # the driver's load: the kernel alone is refused, at its first use
     with pytest.raises(CudaError) as e:
-        m.functions()["tanhk"].info
-    assert e.value.code == CUDA_ERROR_NOT_SUPPORTED and "tanh" in e.value.message
+        m.functions()["narrowk"].info
+    assert e.value.code == CUDA_ERROR_NOT_SUPPORTED and "ptx_rt_malloc" in e.value.message
 
 
 def test_a_cached_object_is_checked_too(tmp_path, monkeypatch):
-    text = TANH + "// cached\n"
+    text = NARROW + "// cached\n"
     first = ptx.compile(text, cache_dir=str(tmp_path))
     assert not first.cache_hit and len(list(tmp_path.glob("*.zk"))) == 1
-    monkeypatch.setattr(host_target, "_registered", set(host_target.registered()) - {"tanh"})
-    with pytest.raises(ptx.PTXUnsupportedError, match="needs tanh"):
+    monkeypatch.setattr(host_target, "_registered", set(host_target.registered()) - {"ptx_rt_malloc"})
+    with pytest.raises(ptx.PTXUnsupportedError, match="needs ptx_rt_malloc"):
         ptx.compile(text, cache_dir=str(tmp_path))
     monkeypatch.undo()
     again = ptx.compile(text, cache_dir=str(tmp_path))
     assert again.cache_hit
-    run_tanh(again.kernel("tanhk"))
+    run_narrow(again.kernel("narrowk"))
 
 
 def test_a_fallback_needing_an_unknown_symbol_stops_the_launch_naming_it(monkeypatch):
-    k = ptx.compile(TANH + "// fallback\n").kernel("tanhk")
-    run_tanh(k)                                   # no thread leaves: no fallback
+    k = ptx.compile(REGIONS + "// fallback\n").kernel("narrowk")
+    run_narrow(k)                                   # no thread leaves: no fallback
     assert k.module._fallback.entries is None
-    monkeypatch.setattr(host_target, "_registered", set(host_target.registered()) - {"tanh"})
+    need = "ptx_rt_membase"         # global memory's base: the main module's code is loaded already
+    monkeypatch.setattr(host_target, "_registered", set(host_target.registered()) - {need})
+    run_narrow(k)                                   # the region loops' code is loaded already
     out = np.zeros(4 * 64, np.float32)
-    with pytest.raises(ptx.KernelFault, match="the barrier fallback's code needs tanh, which the CPU "
+    with pytest.raises(ptx.KernelFault, match=f"the barrier fallback's code needs {need}, which the CPU "
                                               "runtime does not provide"):
         k.launch(4, 64, [out, 7])
     assert k.module._fallback.entries is None
@@ -159,26 +182,26 @@ def test_a_fallback_needing_an_unknown_symbol_stops_the_launch_naming_it(monkeyp
 
 def test_an_unknown_cpu_name_is_one_clear_error(monkeypatch, capfd):
     with pytest.raises(ptx.PTXUnsupportedError) as e:
-        ptx.compile(TANH, cpu="no-such-cpu")
+        ptx.compile(NARROW, cpu="no-such-cpu")
     assert "ZLUDA_CPU_TARGET='no-such-cpu'" in str(e.value) and "\n" not in str(e.value)
     monkeypatch.setenv("ZLUDA_CPU_TARGET", "no-such-cpu")
     with pytest.raises(ptx.PTXUnsupportedError, match="knows no such CPU"):
-        ptx.compile(TANH)
+        ptx.compile(NARROW)
     assert "not a recognized processor" not in capfd.readouterr().err     # LLVM's own line kept off
     monkeypatch.setenv("ZLUDA_CPU_TARGET", "")
-    run_tanh(ptx.compile(TANH + "// host again\n").kernel("tanhk"))
+    run_narrow(ptx.compile(NARROW + "// host again\n").kernel("narrowk"))
 
 
 def test_a_32_bit_cpu_name_still_gives_64_bit_code():
     """LLVM aborts the process emitting x86-64 code for i686 or pentium4 as they are."""
     if platform.machine() not in ("x86_64", "AMD64"):
         pytest.skip("x86 CPU names")
-    run_tanh(ptx.compile(TANH + "// pentium4\n", cpu="pentium4").kernel("tanhk"), gap=9)
+    run_narrow(ptx.compile(NARROW + "// pentium4\n", cpu="pentium4").kernel("narrowk"), gap=9)
 
 
 def test_each_cpu_has_its_own_cached_objects(tmp_path, monkeypatch):
     monkeypatch.delenv("ZLUDA_CPU_TARGET", raising=False)     # the suite may run under another target
-    text = TANH + "// keys\n"
+    text = REGIONS + "// keys\n"
     d = str(tmp_path)
     assert not ptx.compile(text, cache_dir=d, cpu="x86-64-v2").cache_hit
     assert ptx.compile(text, cache_dir=d, cpu="x86-64-v2").cache_hit
@@ -187,7 +210,7 @@ def test_each_cpu_has_its_own_cached_objects(tmp_path, monkeypatch):
     monkeypatch.setenv("ZLUDA_CPU_TARGET", "x86-64-v2")
     v2 = ptx.compile(text, cache_dir=d)
     assert v2.cache_hit
-    run_tanh(v2.kernel("tanhk"), gap=3)                 # a thread leaves: its fallback is cached too
+    run_narrow(v2.kernel("narrowk"), gap=3)                 # a thread leaves: its fallback is cached too
     assert len([p for p in tmp_path.glob("*.zk") if not p.stem.endswith("-fallback")]) == 3
     assert len(list(tmp_path.glob("*-fallback.zk"))) == 1
     keys = {host_target.machine(c)[1] for c in ("", "x86-64-v2", "x86-64-v3")}

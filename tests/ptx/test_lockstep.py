@@ -1265,3 +1265,61 @@ def test_volatile_warp_code_as_an_h100_computes_it():
     out = np.full(want.size, -1, np.int32)
     m.kernel("scan_volatile").launch((want.size // 32,), (32,), [a, out])
     np.testing.assert_array_equal(out, want)
+
+
+def test_slopes_of_registers_updated_in_a_cycle():
+    """nvcc's 4x unrolled k loop steps the B pointer through %rd22..%rd24 back to %rd30 (never `add r, r, s`):
+    the fixed point still finds its slope (4 bytes per tid.x); the A pointer's row part (row * K, K a parameter)
+    is anything, its slope in tid.x 0; a register updated by a non-uniform step or a conditional self-update is not
+    affine."""
+    from ptx import parse
+    from ptx.codegen.cpu import affine
+    from ptx.passes.flatten_scopes import flatten_function
+    fn = next(i for i in parse(PTX).items if getattr(i, "name", "") == "naive_mm")
+    flat = flatten_function(fn)
+    sl = affine.Slopes(flat.body, lambda r: flat.lookup(r) is not None and flat.lookup(r).space == "reg")
+    # (slope in tid.x, whether the rest varies from row to row)
+    assert sl.of_reg("%rd30") == (4, False)
+    assert sl.of_reg("%rd22") == (4, False) and sl.of_reg("%rd24") == (4, False)
+    assert sl.of_reg("%rd31") == (0, False)         # the A pointer steps by 16 bytes for every thread
+    assert sl.of_reg("%rd3") == (0, True)           # row * K * 4: the same along a row
+    assert sl.of_reg("%rd33") == (4, False)
+    assert sl.of_reg("%f12") is None                # loaded
+    src = """.version 9.0
+.target sm_86
+.address_size 64
+.visible .entry k(.param .u64 p) {
+  .reg .pred %p<3>; .reg .b32 %r<9>;
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r2, %r1;
+  mov.u32 %r3, %r1;
+  mov.u32 %r4, %tid.y;
+  mul.lo.s32 %r5, %r4, %r1;
+$L:
+  add.s32 %r2, %r2, %r1;
+  setp.lt.u32 %p1, %r1, 5;
+  @%p1 add.s32 %r3, %r3, 1;
+  setp.lt.u32 %p2, %r2, 100;
+  @%p2 bra $L;
+  ret;
+}"""
+    flat = flatten_function(parse(src).items[0])
+    sl = affine.Slopes(flat.body, lambda r: flat.lookup(r) is not None and flat.lookup(r).space == "reg")
+    assert sl.of_reg("%r1") == (1, False) and sl.of_reg("%r4") == (0, True)
+    assert sl.of_reg("%r2") is None and sl.of_reg("%r3") is None
+    assert sl.of_reg("%r5") is None                 # tid.y * tid.x: the slope differs from row to row
+
+
+def test_lockstep_loops_check_their_affine_registers_as_they_run(modules):
+    """A region that loops back to its own yield verifies its affine registers' next values in its thread loop (over
+    the block here; per row where their rest varies by row) and tells the block function (the word after the uniform parts), which then skips the separate check; the
+    exit of a grid-stride loop stores what the loop's back edge stores, so those stores need no mask."""
+    ir = modules["lockstep"].ir
+    body = ir[ir.index('define internal i32 @"ru1.saxpy"'):]
+    body = body[:body.index("\n}\n")]
+    assert "%uflag = and i32" in body and "%un0.next = and i32" in body and "%bgood = xor i1" in body
+    block = ir[ir.index('define i32 @"k.saxpy"'):]
+    assert "%fresh = phi i32" in block and "br i1 %fr.1, label %ureg.1, label %ucheck.1" in block
+    exit_block = body[body.index("thread.exit:"):]
+    exit_block = exit_block[:exit_block.index("br label %tx.latch")]
+    assert "store i32" in exit_block.replace("store i32 0, ptr %sitep", "")

@@ -1,5 +1,6 @@
-"""Kernels with shfl/vote run as region loops split at the collectives (ptx/codegen/cpu/):
-reductions in loops, clamp/segment operands and the predicate output, votes in a loop, partial last
+"""Kernels with shfl/vote/redux/match/activemask run as region loops split at the collectives
+(ptx/codegen/cpu/): reductions in loops, clamp/segment operands and the predicate output, votes in a
+loop, redux/match over full, per-half-warp and empty membermasks (32- and 64-bit match), partial last
 warps, 2-D/3-D blocks, threads that exit before a collective (one live range: regions; scattered:
 the general warp scheduler takes over mid-kernel) and divergent collectives (fallback), each against
 a numpy model with fresh random inputs and against the general scheduler alone."""
@@ -123,6 +124,74 @@ shfl.sync.down.b32 %r30, %r11, 2, 31, 0x55555555;
 $DONE:
 mov.u32 %r31, 0;""",
 })
+# redux.sync, match.sync and activemask (cpu/warp_collectives.exchange_helper): %r25 = a per-half-warp
+# membermask within the param c (lanes 0-15: c's low half, 16-31: its high half)
+HALF_MASK = """and.b32 %r26, %r7, 16;
+setp.ne.u32 %p6, %r26, 0;
+selp.b32 %r25, 0xFFFF0000, 0x0000FFFF, %p6;
+and.b32 %r25, %r25, %r21;
+"""
+REDUX_KEYS = ["add_u32", "add_s32", "min_u32", "min_s32", "max_u32", "max_s32", "and_b32", "or_b32", "xor_b32"]
+for _key in REDUX_KEYS:
+    _op, _t = _key.split("_")
+    BODIES[f"redux_{_key}"] = (HALF_MASK + f"redux.sync.{_op}.{_t} %r30, %r11, 0xffffffff;\n"
+                               f"redux.sync.{_op}.{_t} %r31, %r11, %r25;")
+# match.any over few distinct values; match.all over values mostly equal (1, sometimes 0); b64: values
+# that differ in their high word only
+MATCH_ALL_OUT2 = "selp.u32 %r27, 0x9E3779B9, 0, %p1;\nadd.u32 %r31, %r31, %r27;"
+BODIES.update({
+    "match_b32": HALF_MASK + """and.b32 %r12, %r11, 3;
+match.any.sync.b32 %r30, %r12, %r25;
+shr.u32 %r13, %r11, 28;
+min.u32 %r13, %r13, 1;
+setp.eq.u32 %p1, %r7, 9999;
+match.all.sync.b32 %r31|%p1, %r13, %r25;
+""" + MATCH_ALL_OUT2,
+    "match_b64": HALF_MASK + """and.b32 %r12, %r11, 1;
+bfe.u32 %r13, %r11, 29, 1;
+mov.b64 %rd8, {%r12, %r13};
+match.any.sync.b64 %r30, %rd8, 0xffffffff;
+bfe.u32 %r15, %r11, 24, 4;
+setp.eq.u32 %p7, %r15, 0;
+selp.b32 %r15, 5, 0, %p7;
+mov.u32 %r14, 1;
+mov.b64 %rd9, {%r14, %r15};
+setp.eq.u32 %p1, %r7, 9999;
+match.all.sync.b64 %r31|%p1, %rd9, %r25;
+""" + MATCH_ALL_OUT2,
+    "activemask": """activemask.b32 %r30;
+and.b32 %r12, %r11, 1;
+setp.ne.u32 %p1, %r12, 0;
+vote.sync.ballot.b32 %r31, %p1, %r30;""",
+    # redux, activemask and shfl in a loop: the region after each collective loops back to them
+    "redux_loop": HALF_MASK + """mov.u32 %r30, 0;
+mov.u32 %r31, 0;
+mov.u32 %r12, 0;
+$L1:
+redux.sync.add.u32 %r13, %r11, -1;
+redux.sync.max.s32 %r14, %r11, %r25;
+activemask.b32 %r16;
+shfl.sync.bfly.b32 %r17, %r13, 1, 31, -1;
+mad.lo.u32 %r30, %r30, 7, %r13;
+xor.b32 %r31, %r31, %r14;
+add.u32 %r31, %r31, %r16;
+add.u32 %r31, %r31, %r17;
+shr.u32 %r11, %r11, 3;
+add.u32 %r12, %r12, 1;
+setp.lt.u32 %p5, %r12, 4;
+@%p5 bra $L1;""",
+    # odd and even lanes at different reduxes: the threads disagree on the next region (fallback)
+    "redux_divergent": """and.b32 %r13, %r7, 1;
+setp.eq.u32 %p1, %r13, 0;
+@%p1 bra $EVEN;
+redux.sync.min.u32 %r30, %r11, 0xaaaaaaaa;
+bra.uni $DONE;
+$EVEN:
+redux.sync.add.u32 %r30, %r11, 0x55555555;
+$DONE:
+mov.u32 %r31, 0;""",
+})
+
 # the per-lane shuffle distance
 LANE_B = "shr.u32 %r24, %r11, 27;\n"
 
@@ -200,6 +269,61 @@ def members_count(member, t, mask=0xFFFFFFFF):
     return sum(1 for k in range(32) if wb + k < len(member) and member[wb + k] and (mask >> k) & 1)
 
 
+def warp_members(member, t, mask):
+    """The lanes of thread t's warp in `mask` that are at the collective (resolve_group's members)."""
+    wb = t - t % 32
+    return [k for k in range(32) if wb + k < len(member) and member[wb + k] and (mask >> k) & 1]
+
+
+def redux_model(key, a, mask, member):
+    """redux.sync over each thread's members (none: 0, as the general warp scheduler gives)."""
+    op, tn = key.split("_")
+    out = np.full(len(a), POISON, np.uint32)
+    for t in np.nonzero(member)[0]:
+        wb = t - t % 32
+        vals = [int(a[wb + k]) for k in warp_members(member, t, int(mask[t]))]
+        if tn == "s32":
+            vals = [v - (1 << 32) if v >> 31 else v for v in vals]
+        if not vals:
+            r = 0
+        elif op == "add":
+            r = sum(vals)
+        elif op in ("min", "max"):
+            r = min(vals) if op == "min" else max(vals)
+        else:
+            r = vals[0]
+            for v in vals[1:]:
+                r = r & v if op == "and" else r | v if op == "or" else r ^ v
+        out[t] = r & 0xFFFFFFFF
+    return out
+
+
+def match_model(all_, a, mask, member):
+    """match.sync: (result, predicate) per thread; .all compares the members with the thread's own value."""
+    n = len(a)
+    d = np.full(n, POISON, np.uint32)
+    p = np.zeros(n, np.uint32)
+    for t in np.nonzero(member)[0]:
+        wb = t - t % 32
+        ks = warp_members(member, t, int(mask[t]))
+        same = [k for k in ks if a[wb + k] == a[t]]
+        bits = sum(1 << k for k in ks)
+        if all_:
+            ok = len(same) == len(ks)
+            d[t], p[t] = (bits if ok else 0), ok
+        else:
+            d[t] = sum(1 << k for k in same)
+    return d, p
+
+
+def live_lanes_model(member):
+    n = len(member)
+    out = np.full(n, POISON, np.uint32)
+    for t in np.nonzero(member)[0]:
+        out[t] = sum(1 << k for k in warp_members(member, t, 0xFFFFFFFF))
+    return out
+
+
 def model(body, exit_kind, x, n, bparam, cparam, live):
     """Both outputs of one block (x: its n inputs)."""
     t = np.arange(n)
@@ -248,6 +372,55 @@ def model(body, exit_kind, x, n, bparam, cparam, live):
         r30 = d1 + np.uint32(5)
         d2, _ = shfl_model("up", r30, five, np.zeros(n, np.uint32), member)
         out[member], out2[member] = r30[member], (d2 + np.uint32(31))[member]
+    elif body.startswith("redux_") and body[6:] in REDUX_KEYS:
+        full = np.full(n, 0xFFFFFFFF, np.uint32)
+        half = np.where(t % 32 >= 16, 0xFFFF0000, 0x0000FFFF).astype(np.uint32) & np.uint32(cparam)
+        out[member] = redux_model(body[6:], a, full, member)[member]
+        out2[member] = redux_model(body[6:], a, half, member)[member]
+    elif body in ("match_b32", "match_b64"):
+        full = np.full(n, 0xFFFFFFFF, np.uint32)
+        half = np.where(t % 32 >= 16, 0xFFFF0000, 0x0000FFFF).astype(np.uint32) & np.uint32(cparam)
+        if body == "match_b32":
+            d, _ = match_model(False, a & np.uint32(3), half, member)
+            d2, p2 = match_model(True, np.minimum(a >> np.uint32(28), np.uint32(1)), half, member)
+        else:
+            hi1 = ((a >> np.uint32(29)) & np.uint32(1)).astype(np.uint64)
+            v1 = (a & np.uint32(1)).astype(np.uint64) | hi1 << np.uint64(32)
+            hi2 = np.where(((a >> np.uint32(24)) & np.uint32(15)) == 0, 5, 0).astype(np.uint64)
+            v2 = np.uint64(1) | hi2 << np.uint64(32)
+            d, _ = match_model(False, v1, full, member)
+            d2, p2 = match_model(True, v2, half, member)
+        out[member] = d[member]
+        out2[member] = (d2 + p2 * np.uint32(0x9E3779B9))[member]
+    elif body == "activemask":
+        act = live_lanes_model(member)
+        out[member] = act[member]
+        bal = np.zeros(n, np.uint32)
+        for i in np.nonzero(member)[0]:
+            bal[i] = ballot_model(a & np.uint32(1), member, int(act[i]))[i]
+        out2[member] = bal[member]
+    elif body == "redux_loop":
+        half = np.where(t % 32 >= 16, 0xFFFF0000, 0x0000FFFF).astype(np.uint32) & np.uint32(cparam)
+        full = np.full(n, 0xFFFFFFFF, np.uint32)
+        r30 = np.zeros(n, np.uint32)
+        r31 = np.zeros(n, np.uint32)
+        v = a.copy()
+        act = live_lanes_model(member)
+        for _ in range(4):
+            r13 = redux_model("add_u32", v, full, member)
+            r14 = redux_model("max_s32", v, half, member)
+            r17, _ = shfl_model("bfly", r13, np.full(n, 1, np.uint32), np.full(n, 31, np.uint32), member)
+            r30 = r30 * np.uint32(7) + r13
+            r31 = (r31 ^ r14) + act + r17
+            v = v >> np.uint32(3)
+        out[member], out2[member] = r30[member], r31[member]
+    elif body == "redux_divergent":
+        odd = member & (t % 2 == 1)
+        even = member & (t % 2 == 0)
+        d1 = redux_model("min_u32", a, np.full(n, 0xAAAAAAAA, np.uint32), odd)
+        d2 = redux_model("add_u32", a, np.full(n, 0x55555555, np.uint32), even)
+        out[odd], out[even] = d1[odd], d2[even]
+        out2[member] = 0
     elif body == "divergent":
         odd = member & (t % 2 == 1)
         even = member & (t % 2 == 0)
@@ -327,6 +500,46 @@ def test_divergent_shfl_falls_back(block):
     check("divergent", "none", block, 0x1F, expect_fallback=True)
 
 
+# ------------------------------------------------------------------ redux.sync, match.sync, activemask
+
+MASK_C = [0xFFFFFFFF, 0x0F0F00FF, 0x00010001, 0x80000001, 0]
+
+
+@pytest.mark.parametrize("block", [(32, 1, 1), (48, 1, 1), (100, 1, 1), (8, 4, 2), (5, 7, 3), (256, 1, 1)])
+@pytest.mark.parametrize("body", [f"redux_{k}" for k in REDUX_KEYS] + ["match_b32", "match_b64", "activemask",
+                                                                      "redux_loop"])
+def test_redux_match_activemask(body, block):
+    """In region loops (no fallback): full, per-half-warp and empty membermasks, partial last warps."""
+    rng = np.random.default_rng()
+    for c in MASK_C + [int(rng.integers(0, 2**32))]:
+        m = check(body, "none", block, c)
+    assert m._fallback.entries is None, "all threads agree: no fallback"
+
+
+@pytest.mark.parametrize("block,live", [((64, 1, 1), 40), ((100, 1, 1), 33), ((48, 1, 1), 1),
+                                        ((8, 4, 2), 17), ((256, 1, 1), 255), ((5, 7, 3), 0)])
+@pytest.mark.parametrize("body", ["redux_add_u32", "redux_min_s32", "redux_xor_b32", "match_b32", "match_b64",
+                                  "activemask", "redux_loop"])
+def test_redux_match_activemask_after_exits(body, block, live):
+    """Threads t >= live exit first: the collectives reduce over the live lanes only, in region loops."""
+    for c in (0xFFFFFFFF, 0x7F3F1F0F):
+        m = check(body, "prefix", block, c, live=live)
+    assert m._fallback.entries is None
+
+
+@pytest.mark.parametrize("block", [(64, 1, 1), (100, 1, 1), (8, 4, 2)])
+@pytest.mark.parametrize("body", ["redux_max_u32", "redux_and_b32", "match_b32", "match_b64", "activemask",
+                                  "redux_loop"])
+def test_redux_match_scattered_exits_fall_back(body, block):
+    """Odd threads exit: the general scheduler takes over with the inputs the regions left (64-bit too)."""
+    check(body, "odd", block, 0xFFFF7FFF, expect_fallback=True)
+
+
+@pytest.mark.parametrize("block", [(64, 1, 1), (100, 1, 1), (5, 7, 3)])
+def test_divergent_redux_falls_back(block):
+    check("redux_divergent", "none", block, 0x1F, expect_fallback=True)
+
+
 # ------------------------------------------------------------------ the bench kernel: shfl + barrier
 
 def reduce_shfl_model(x):
@@ -368,9 +581,14 @@ def test_warp_regions_flag():
     from ptx import parse
     hir = cpu_module.build_host_ir(parse(text("sum_down_loop", "none")))
     assert hir.kernels["k"].warp_regions
-    # match is not a region split point: the general path
+    # redux, match and activemask split regions too
+    for ins in ("match.any.sync.b32 %r30, %r11, 0xffffffff;", "redux.sync.add.s32 %r30, %r11, %r21;",
+                "activemask.b32 %r30;"):
+        src = text("shfl_nopred", "none").replace("shfl.sync.bfly.b32 %r30, %r11, %r20, %r21, 0xffffffff;", ins)
+        assert cpu_module.build_host_ir(parse(src)).kernels["k"].warp_regions, ins
+    # bar.warp.sync is not a region split point: the general path
     src = text("shfl_nopred", "none").replace(
         "shfl.sync.bfly.b32 %r30, %r11, %r20, %r21, 0xffffffff;",
-        "match.any.sync.b32 %r30, %r11, 0xffffffff;")
+        "bar.warp.sync 0xffffffff;\nmov.u32 %r30, %r11;")
     hir = cpu_module.build_host_ir(parse(src))
     assert not hir.kernels["k"].warp_regions and hir.kernels["k"].fallback_slot is None

@@ -1,32 +1,52 @@
-"""Registers a lockstep yield (cpu/lockstep.py) carries that are affine in the thread id with constant slopes, as a
-grid-stride index or a strength-reduced pointer is: a region that knows it recomputes them from %tid, so its
-accesses through them are consecutive vector loads and stores instead of gathers of SoA slot values."""
+"""Registers a region carries from a lockstep yield (cpu/lockstep.py) or a barrier in a loop that are affine in
+%tid.x along each row of the block's threads with a constant slope, as a grid-stride index, a loop counter or a
+strength-reduced pointer is (the row part, from %tid.y, %tid.z, the block and the parameters, is anything): a region
+that knows it recomputes them from the row's first thread and %tid.x, so its accesses through them are consecutive
+vector loads and stores instead of gathers of slot values, and its branches on uniform ones stay branches."""
 
 from __future__ import annotations
 
 from ptx import ast as A
 from ptx.passes.liveness import defs_uses
 
-# slopes in (tid.x, tid.y, tid.z); None: not affine, or not known to be
-TID = {"%tid.x": (1, 0, 0), "%tid.y": (0, 1, 0), "%tid.z": (0, 0, 1)}
-UNIFORM_SPECIALS = frozenset(f"%{r}.{c}" for r in ("ntid", "ctaid", "nctaid") for c in "xyz")
-ZERO = (0, 0, 0)
+# A register's guess: (slope in %tid.x, whether the rest may differ from row to row); the rest is the same for the
+# whole block (parameters, block ids, uniform loop counters) unless it reads %tid.y or %tid.z
+ROW_SPECIALS = frozenset(["%tid.y", "%tid.z"])
+BLOCK_SPECIALS = frozenset(f"%{r}.{c}" for r in ("ntid", "ctaid", "nctaid") for c in "xyz")
+UNIFORM = (0, False)
 MAX_CANDIDATES = 8
 INT_TYPES = ("i32", "i64")
+_TOP = "top"        # no definition evaluated yet (optimistic: a loop's registers before their first round)
 
 
 def _add(a, b, sign=1):
-    return None if a is None or b is None else tuple(x + sign * y for x, y in zip(a, b))
+    if a is None or b is None:
+        return None
+    if a is _TOP or b is _TOP:
+        return _TOP
+    return (a[0] + sign * b[0], a[1] or b[1])
 
 
 def _scale(a, k):
-    return None if a is None else tuple(x * k for x in a)
+    return a if a is None or a is _TOP else (a[0] * k, a[1])
+
+
+def _meet(a, b):
+    if a is _TOP:
+        return b
+    if b is _TOP:
+        return a
+    if a is None or b is None or a[0] != b[0]:
+        return None
+    return (a[0], a[1] or b[1])
 
 
 class Slopes:
-    """A guess of each register's slopes, from its definitions that do not read it (a loop's update of an index,
-    `add r, r, step`, keeps them when the step is uniform). Only a guess: the block function checks each
-    candidate's slot values against it before a region relies on it (uniform_check)."""
+    """A guess of each register's slope in %tid.x and whether its rest varies by row: an optimistic fixed point over
+    its definitions, so that registers updated in a cycle through others (an unrolled loop's pointer,
+    `a = b + s; b = a + s`) keep the slope their definitions outside the cycle give them when every step adds a
+    row-uniform value. Only a guess: the block function (uniform_check) or the region itself checks each
+    candidate's slot values before a region relies on it."""
 
     def __init__(self, body, is_reg):
         self.is_reg = is_reg
@@ -35,83 +55,86 @@ class Slopes:
             if isinstance(st, A.Instruction):
                 for r in defs_uses(st, is_reg)[0]:
                     self.defs.setdefault(r, []).append(st)
-        self.memo = {}
+        self.val = {r: _TOP for r in self.defs}
+        for _ in range(64):
+            changed = False
+            for r, sts in self.defs.items():
+                if self.val[r] is None:
+                    continue
+                v = _TOP
+                for st in sts:
+                    if st.guard and r in defs_uses(st, is_reg)[1]:
+                        v = None        # a conditional update: threads may differ in how often they ran it
+                    else:
+                        v = _meet(v, self._of_ins(st))
+                    if v is None:
+                        break
+                if v != self.val[r]:
+                    self.val[r] = v
+                    changed = True
+            if not changed:
+                break
+        else:
+            self.val = {r: None for r in self.defs}
 
-    def of_reg(self, name, depth=0):
-        if name in TID:
-            return TID[name]
-        if name in UNIFORM_SPECIALS:
-            return ZERO
-        if not self.is_reg(name) or depth > 24:
-            return None
-        if name in self.memo:
-            return self.memo[name]
-        self.memo[name] = None          # a cycle through other registers: not known
-        got = set()
-        for st in self.defs.get(name, ()):
-            reads = defs_uses(st, self.is_reg)[1]
-            if name in reads:
-                if not self._keeps(st, name, depth):
-                    got = {None}
-                    break
-                continue
-            got.add(self._of_ins(st, depth))
-        s = got.pop() if len(got) == 1 else None
-        self.memo[name] = s
-        return s
+    def of_reg(self, name):
+        """(slope in %tid.x, rest varies by row) or None."""
+        v = self.of(A.Reg(name))
+        return None if v is _TOP else v
 
-    def _keeps(self, st, name, depth):
-        """`add/sub r, r, uniform` (or `add r, uniform, r`)."""
-        if st.opcode not in ("add", "sub") or len(st.operands) != 3 or st.guard:
-            return False
-        a, b = st.operands[1], st.operands[2]
-        other = b if isinstance(a, A.Reg) and a.name == name else \
-            a if st.opcode == "add" and isinstance(b, A.Reg) and b.name == name else None
-        return other is not None and self.of(other, depth + 1) == ZERO
-
-    def of(self, op, depth=0):
+    def of(self, op):
         if isinstance(op, A.Imm):
-            return ZERO
+            return UNIFORM
         if isinstance(op, A.Reg):
-            return self.of_reg(op.name, depth + 1)
+            if op.name == "%tid.x":
+                return (1, False)
+            if op.name in ROW_SPECIALS:
+                return (0, True)
+            if op.name in BLOCK_SPECIALS:
+                return UNIFORM
+            return self.val.get(op.name) if self.is_reg(op.name) else None
         return None
 
-    def _of_ins(self, st, depth):
+    def _of_ins(self, st):
         ops, op = st.operands, st.opcode
         mods = set(st.mods)
         if op == "ld" and "param" in mods:
-            return ZERO
-        src = [self.of(o, depth) for o in ops[1:]]
+            return UNIFORM
+        src = [self.of(o) for o in ops[1:]]
         if op in ("mov", "cvta") or (op == "cvt" and not mods & {"f32", "f64", "f16", "rn", "rz", "rm", "rp"}):
             return src[0] if len(src) == 1 else None
         if op == "add" and len(src) == 2:
             return _add(src[0], src[1])
         if op == "sub" and len(src) == 2:
             return _add(src[0], src[1], -1)
-        if op in ("mul", "mad") and ("lo" in mods or "wide" in mods):
+        if op in ("mul", "mad") and ("lo" in mods or "wide" in mods) and len(src) >= 2:
             prod = self._product(ops[1], ops[2], src[0], src[1])
             return prod if op == "mul" else _add(prod, src[2]) if len(src) == 3 else None
-        if op == "shl" and isinstance(ops[2], A.Imm) and 0 <= ops[2].value < 32:
+        if op == "shl" and len(ops) == 3 and isinstance(ops[2], A.Imm) and 0 <= ops[2].value < 32:
             return _scale(src[0], 1 << ops[2].value)
-        if all(s == ZERO for s in src) and op in ("and", "or", "xor", "min", "max", "div", "rem", "shr", "mul",
-                                                  "neg", "not", "selp", "cvt"):
-            return ZERO
+        if src and all(s is _TOP or (s is not None and s[0] == 0) for s in src) and op in (
+                "and", "or", "xor", "min", "max", "div", "rem", "shr", "shl", "mul", "neg", "not", "selp", "cvt", "abs"):
+            if _TOP in src:
+                return _TOP
+            return (0, any(s[1] for s in src))
         return None
 
     @staticmethod
     def _product(a, b, sa, sb):
-        if sa == ZERO and sb == ZERO:
-            return ZERO
-        if isinstance(b, A.Imm) and sa is not None:
+        if sa is None or sb is None:
+            return None
+        if isinstance(b, A.Imm):
             return _scale(sa, b.value)
-        if isinstance(a, A.Imm) and sb is not None:
+        if isinstance(a, A.Imm):
             return _scale(sb, a.value)
-        return None
+        if sa is _TOP or sb is _TOP:
+            return _TOP if (sa is _TOP or sa[0] == 0) and (sb is _TOP or sb[0] == 0) else None
+        return (0, sa[1] or sb[1]) if sa[0] == 0 and sb[0] == 0 else None
 
 
 def candidates(sl: Slopes, live_regs, reg_types, skip) -> list:
-    """[(register, LLVM type, slopes)] of the integer registers in `live_regs` (not in `skip`: recomputed or
-    constant anyway) whose slopes `sl` knows, in a stable order."""
+    """[(register, LLVM type, (slope, rest varies by row))] of the integer registers in `live_regs` (not in `skip`:
+    recomputed or constant anyway) whose slope `sl` knows, in a stable order."""
     out = []
     for name in sorted(live_regs):
         ty = reg_types.get(name)
@@ -124,16 +147,14 @@ def candidates(sl: Slopes, live_regs, reg_types, skip) -> list:
 
 
 def uniform_check(fn_name: str, cands, slot_offsets) -> str:
-    """An IR function: 1 when every thread's slot of each candidate holds its thread 0 value plus the slopes
-    times the thread's %tid (its uniform part, stored at uni[8 j]), else 0."""
+    """An IR function: 1 when every thread's slot of each candidate holds its row's first thread's value (the
+    block's first thread's, where the rest does not vary by row) plus the slope times the thread's %tid.x, else 0
+    (all the block's threads are at the same site: every slot is live)."""
     lines = [f'define internal i32 @"{fn_name}"(ptr %soa, i64 %n64, i32 %bx, i32 %by, i32 %bz, ptr %uni) noinline {{',
              "entry:"]
     for j, (name, ty, _) in enumerate(cands):
         lines += [f"  %o{j} = mul i64 %n64, {slot_offsets[name]}",
-                  f"  %b{j} = getelementptr i8, ptr %soa, i64 %o{j}",
-                  f"  %a{j} = load {ty}, ptr %b{j}",
-                  f"  %u{j} = getelementptr i8, ptr %uni, i64 {8 * j}",
-                  f"  store {ty} %a{j}, ptr %u{j}"]
+                  f"  %b{j} = getelementptr i8, ptr %soa, i64 %o{j}"]
     lines += ["  br label %z", "z:",
               "  %tz = phi i32 [ 0, %entry ], [ %tz.n, %zl ]",
               "  %okz = phi i1 [ true, %entry ], [ %oky.r, %zl ]",
@@ -141,26 +162,24 @@ def uniform_check(fn_name: str, cands, slot_offsets) -> str:
               "  %ty = phi i32 [ 0, %z ], [ %ty.n, %yl ]",
               "  %oky = phi i1 [ %okz, %z ], [ %okx.r, %yl ]",
               "  %lz = mul i32 %tz, %by", "  %lzy = add i32 %lz, %ty", "  %row = mul i32 %lzy, %bx",
-              "  br label %x", "x:",
+              "  %row64 = zext i32 %row to i64"]
+    for j, (name, ty, (_, by_row)) in enumerate(cands):
+        first = "%row64" if by_row else "0"
+        lines += [f"  %rp{j} = getelementptr {ty}, ptr %b{j}, i64 {first}", f"  %a{j} = load {ty}, ptr %rp{j}"]
+    lines += ["  br label %x", "x:",
               "  %tx = phi i32 [ 0, %y ], [ %tx.n, %x ]",
               "  %okx = phi i1 [ %oky, %y ], [ %okx.n, %x ]",
               "  %lin = add i32 %row, %tx", "  %t = zext i32 %lin to i64"]
     acc = "%okx"
-    for j, (name, ty, (sx, sy, sz)) in enumerate(cands):
-        ext = ty != "i32"
-        parts = []
-        for d, s in (("x", sx), ("y", sy), ("z", sz)):
-            if s:
-                v = f"%t{d}"
-                if ext:
-                    lines.append(f"  %e{d}{j} = zext i32 %t{d} to i64")
-                    v = f"%e{d}{j}"
-                lines.append(f"  %m{d}{j} = mul {ty} {v}, {s}")
-                parts.append(f"%m{d}{j}")
+    for j, (name, ty, (sx, _)) in enumerate(cands):
         want = f"%a{j}"
-        for i, p in enumerate(parts):
-            lines.append(f"  %w{i}.{j} = add {ty} {want}, {p}")
-            want = f"%w{i}.{j}"
+        if sx:
+            tx = "%tx"
+            if ty != "i32":
+                lines.append(f"  %e{j} = zext i32 %tx to {ty}")
+                tx = f"%e{j}"
+            lines += [f"  %m{j} = mul {ty} {tx}, {sx}", f"  %w{j} = add {ty} %a{j}, %m{j}"]
+            want = f"%w{j}"
         lines += [f"  %p{j} = getelementptr {ty}, ptr %b{j}, i64 %t",
                   f"  %v{j} = load {ty}, ptr %p{j}",
                   f"  %q{j} = icmp eq {ty} %v{j}, {want}",
@@ -176,15 +195,11 @@ def uniform_check(fn_name: str, cands, slot_offsets) -> str:
     return "\n".join(lines)
 
 
-def recompute(f, ty, slopes, base) -> str:
-    """In a region's thread loop: base (the uniform part) plus the slopes times this thread's %tid."""
-    v = base
-    for d, s in zip("xyz", slopes):
-        if not s:
-            continue
-        t = f"%tid.{d}"
-        if ty != "i32":
-            t = f.op(f"zext i32 {t} to {ty}")
-        m = f.op(f"mul {ty} {t}, {s}")
-        v = f.op(f"add {ty} {v}, {m}")
-    return v
+def recompute(f, ty, sx, base) -> str:
+    """In a region's thread loop: base (the row's first thread's value) plus the slope times this thread's %tid.x."""
+    if not sx:
+        return base
+    t = "%tid.x"
+    if ty != "i32":
+        t = f.op(f"zext i32 {t} to {ty}")
+    return f.op(f"add {ty} {base}, " + f.op(f"mul {ty} {t}, {sx}"))

@@ -36,7 +36,7 @@ class KernelInfo:
     # (static_shared_bytes is what cuFuncGetAttribute reports: exactly what the variables take)
     shared_reserve_bytes: int = 0
     fallback_slot: str = None        # global holding the address of its lazily built fallback
-    warp_regions: bool = False       # region loops with warp collectives (shfl/vote) as split points
+    warp_regions: bool = False       # region loops with warp collectives (shfl, vote, redux, match, activemask) as split points
 
 
 def emit_kernel(func: A.Function, flat, mctx: ModuleContext, has_sync: bool, out_funcs: list):

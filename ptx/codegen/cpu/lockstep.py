@@ -17,18 +17,23 @@ MAX_HAZARD_SITES = 16   # with the yields after stores that a load of the same i
 ENABLED = True          # tests compare with the thread-at-a-time code
 
 
-def loop_spans(body) -> dict:
-    """{index of a loop header (a label a branch goes back to): index of its last back edge} for the loops that
-    hold no sync point (a loop with a barrier already runs an iteration at a time)."""
+def all_loop_spans(body) -> dict:
+    """{index of a loop header (a label a branch goes back to): index of its last back edge}."""
     labels = {st.name: i for i, st in enumerate(body) if isinstance(st, A.Label)}
-    syncs = [i for i, st in enumerate(body) if isinstance(st, A.Instruction) and sync_kind(st)]
     spans = {}
     for i, st in enumerate(body):
         if isinstance(st, A.Instruction) and st.opcode == "bra" and st.operands:
             j = labels.get(getattr(st.operands[0], "name", None))
             if j is not None and j <= i:
                 spans[j] = max(spans.get(j, i), i)
-    return {j: end for j, end in spans.items() if not any(j <= s <= end for s in syncs)}
+    return spans
+
+
+def loop_spans(body) -> dict:
+    """all_loop_spans for the loops that hold no sync point (a loop with a barrier already runs an iteration at a
+    time)."""
+    syncs = [i for i, st in enumerate(body) if isinstance(st, A.Instruction) and sync_kind(st)]
+    return {j: end for j, end in all_loop_spans(body).items() if not any(j <= s <= end for s in syncs)}
 
 
 def loop_headers(body) -> list:
@@ -167,10 +172,14 @@ def soft_dispatch(name: str, call: str, sites, yields, uniform):
     checked = call.replace('@"r{1}', '@"ru{1}')[:-1] + ", ptr %uni)"
     # all threads at a yield whose carried registers may be affine in %tid: checked, then the region that
     # recomputes them (or, when they are not, the masked one, which runs them all)
+    # (the checked region that ran last verified them itself, for the next round of its loop: %fresh)
     blocks = "".join(
-        f'reg.{k}:\n  %uok.{k} = call i32 @"uc{k}.{name}"(ptr %soa, i64 %n64, i32 %bx, i32 %by, i32 %bz, '
+        f"reg.{k}:\n  %fr.{k} = icmp ne i32 %fresh, 0\n  br i1 %fr.{k}, label %ureg.{k}, label %ucheck.{k}\n"
+        f'ucheck.{k}:\n  %uok.{k} = call i32 @"uc{k}.{name}"(ptr %soa, i64 %n64, i32 %bx, i32 %by, i32 %bz, '
         f'ptr %uni)\n  %uyes.{k} = icmp ne i32 %uok.{k}, 0\n  br i1 %uyes.{k}, label %ureg.{k}, label %greg.{k}\n'
-        f"ureg.{k}:\n  %u{k} = {checked.format(name, k)}\n  br label %disp\n"
+        f"ureg.{k}:\n  %u{k} = {checked.format(name, k)}\n"
+        f"  %ufl.{k} = load i32, ptr %uni\n"
+        f"  br label %disp\n"
         f"greg.{k}:\n  %r{k} = {masked.format(name, k)}\n  br label %disp\n" for k in sorted(uniform))
     ends = [(k, f"%r{k}", f"reg.{k}") for k in sites if k not in uniform]
     ends += [(k, v, b) for k in sorted(uniform) for v, b in ((f"%r{k}", f"greg.{k}"), (f"%u{k}", f"ureg.{k}"))]
@@ -179,7 +188,9 @@ def soft_dispatch(name: str, call: str, sites, yields, uniform):
     ran = ", ".join(["[ 0, %head ]"] + [f"[ {k}, %{b} ]" for k, _, b in ends])
     turn = ", ".join(["[ 0, %head ]"] + [f"[ %turn{'.n' if b.startswith('mreg') else ''}, %{b} ]"
                                          for _, _, b in ends])
-    phis = f"  %ran = phi i32 {ran}\n  %turn = phi i32 {turn}\n"
+    fresh = ", ".join(["[ 0, %head ]"] + [f"[ {'%ufl.' + str(k) if b.startswith('ureg') else 0}, %{b} ]"
+                                         for k, _, b in ends])
+    phis = f"  %ran = phi i32 {ran}\n  %turn = phi i32 {turn}\n  %fresh = phi i32 {fresh}\n"
     # threads disagree: the first yield some wait at (the threads behind it catch up), for those threads only;
     # every 64th time the first after the yield that ran last, so that a thread spinning until another one
     # writes lets it run; none (all at barriers or exited): the general scheduler (realfb)

@@ -3,14 +3,18 @@ dispatch where they need not, and the conversion of the block's state for the fa
 
 from __future__ import annotations
 
+from ptx import ast as A
 from ptx.codegen import function_emitter as FE
+from ptx.passes.liveness import defs_uses
+from ptx.codegen.cpu import lockstep
 from ptx.codegen.cpu.lockstep import lowest_waiting, soft_dispatch
 from ptx.codegen.cpu import affine
 from ptx.codegen.cpu.block_abi import BLOCK_COORDS, BLOCK_FN_ENTRY, BLOCK_NEXT
 from ptx.codegen.cpu.region_loops import emit_region_fn
 from ptx.codegen.cpu.regions import region_reach, region_ready, successors
 from ptx.codegen.cpu.uniform import constant_registers, rematerializable
-from ptx.codegen.cpu.warp_collectives import BALLOT_FN, X_BALLOT, warp_convert_state
+from ptx.codegen.cpu.warp_collectives import (BALLOT_FN, X_BALLOT, const_operand, exchange_helper,
+                                              warp_convert_state, warp_inputs)
 from ptx.codegen.module_context import round_up
 
 
@@ -21,9 +25,10 @@ def emit_region_kernel(func, flat, mctx, sym, fb, sync_em, warp=False, soft=Fals
     can vectorize across threads. After each region all threads must agree on the next one; if
     they do not (divergent barriers, some threads exited), the block's state is copied into the
     resumable threads' frames and the general barrier scheduler finishes the block.
-    warp: shfl and vote split regions too. The region before one stores each thread's inputs in
-    exchange slots (_X_*); the next one starts by evaluating the collective for each thread from its
-    warp's slots (lanes: linear thread id % 32). Threads that exit leave the block's live range
+    warp: warp collectives (cpu/warp_collectives.warp_region_op) split regions too. The region before
+    one stores each thread's inputs in exchange slots (X_*); the next one starts by evaluating the
+    collective for each thread from its warp's slots (lanes: linear thread id % 32), redux and match
+    from the results their helper (exchange_helper) computed in between. Threads that exit leave the block's live range
     [lo, hi) (%rng); if the live threads stop being one range, or disagree on the next collective or
     barrier, the general warp scheduler (warp_scheduler.c) finishes the block from where they are.
     soft: some sites are cpu/lockstep.py's yields at loop headers, which the threads need not agree on: where they
@@ -52,13 +57,26 @@ def emit_region_kernel(func, flat, mctx, sym, fb, sync_em, warp=False, soft=Fals
     yields = {site[0] for site in sync_em.sync_sites if "yield" in flat.body[site[4]].mods}
     # per yield: the registers it carries that may be affine in %tid (checked before the region relies on it)
     uniform = {}
-    if yields:
+    # and, in kernels without yields or collectives, per barrier in a loop (a tile loop's index and pointers): a
+    # region that knows them uniform or consecutive branches on them once and loads through them as vectors
+    looped = set()
+    if not soft and not warp:
+        spans = lockstep.all_loop_spans(flat.body)
+        looped = {k for k, *_, idx in sync_em.sync_sites if any(j <= idx <= end for j, end in spans.items())}
+    if yields or looped:
         slopes = affine.Slopes(flat.body, sync_em.is_register)
         types = {name: sync_em.regs[name][0] for name in sync_em.reg_off if name in sync_em.regs}
         skip = set(remat) | set(consts)
     for k, *_, idx in sync_em.sync_sites:
-        if k in yields:
+        if k in yields or k in looped:
             cands = affine.candidates(slopes, live[idx], types, skip)
+            if k not in yields:
+                # a barrier's region gains only where it reads them (its check costs a pass over the slots)
+                reads = set()
+                for i in region_reach(flat.body, succ, idx + 1):
+                    if isinstance(flat.body[i], A.Instruction):
+                        reads |= defs_uses(flat.body[i], sync_em.is_register)[1]
+                cands = [c for c in cands if c[0] in reads]
             if cands:
                 uniform[k] = cands
                 region_fns.append(affine.uniform_check(f"uc{k}.{func.name}", cands, sync_em.reg_off))
@@ -68,6 +86,8 @@ def emit_region_kernel(func, flat, mctx, sym, fb, sync_em, warp=False, soft=Fals
         variants = [(False, None), (True, None)] if k in yields else [(False, None)]
         if k in uniform:
             variants[0] = (False, uniform[k])
+            if k not in yields:
+                variants.append((False, None))      # where the check fails
         for masked, uni in variants:
             text = emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp, consts, soft, masked,
                                    uni)
@@ -123,6 +143,14 @@ out:
         (', ptr %rng)' if warp else ')')
     votes = {site[0] for site in sync_em.sync_sites if flat.body[site[4]].opcode == "vote"}
     ballot = f'  call void @"vb.{func.name}"(ptr %soa, i64 %n64, ptr %rng)\n'
+    # redux and match: their helpers compute each thread's result before the region after them
+    xhelpers = {}
+    for k, *_, idx in sync_em.sync_sites if warp else ():
+        st = flat.body[idx]
+        if st.opcode in ("redux", "match"):
+            mask = const_operand(FE.FH_MASK, warp_inputs(st)[FE.FH_MASK], flat, remat)
+            xhelpers[k] = exchange_helper(func.name, k, st, mask, mctx)
+    xcall = '  call void @"wx{0}.' + func.name + '"(ptr %soa, i64 %n64, ptr %rng)\n'
     shfls = getattr(sync_em, "x_self", set()) if warp else set()
     if shfls:
         mctx.declare("declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)")
@@ -132,16 +160,26 @@ out:
                 f"  %xd.{{0}} = mul i64 %n64, {sync_em.x_read_off}\n"
                 f"  %xdp.{{0}} = getelementptr i8, ptr %soa, i64 %xd.{{0}}\n  %xn.{{0}} = shl i64 %n64, 2\n"
                 f"  call void @llvm.memcpy.p0.p0.i64(ptr %xdp.{{0}}, ptr %xsp.{{0}}, i64 %xn.{{0}}, i1 false)\n")
-    reg_blocks = "".join(f"reg.{k}:\n{ballot if k in votes else ''}{copy.format(k, sync_em.x_slots.get(k)) if k in shfls else ''}"
+    reg_blocks = "".join(f"reg.{k}:\n{ballot if k in votes else ''}{xcall.format(k) if k in xhelpers else ''}"
+                         f"{copy.format(k, sync_em.x_slots.get(k)) if k in shfls else ''}"
                          f"  %r{k} = {call.format(func.name, k)}\n  br label %disp\n" for k in sites if k not in uniform)
     if soft:
         ublocks, incoming, phis, soft_text = soft_dispatch(func.name, call, sites, yields, uniform)
         reg_blocks += ublocks
     else:
-        incoming, phis = ", ".join(["[ %r0, %head ]"] + [f"[ %r{k}, %reg.{k} ]" for k in sites]), ""
+        checked = call.replace('@"r{1}', '@"ru{1}')[:-1] + ", ptr %uni)"
+        reg_blocks += "".join(
+            f'reg.{k}:\n  %uok.{k} = call i32 @"uc{k}.{func.name}"(ptr %soa, i64 %n64, i32 %bx, i32 %by, i32 %bz, '
+            f'ptr %uni)\n  %uyes.{k} = icmp ne i32 %uok.{k}, 0\n  br i1 %uyes.{k}, label %ureg.{k}, label %greg.{k}\n'
+            f"ureg.{k}:\n  %u{k} = {checked.format(func.name, k)}\n  br label %disp\n"
+            f"greg.{k}:\n  %r{k} = {call.format(func.name, k)}\n  br label %disp\n" for k in sorted(uniform))
+        incoming = ", ".join(["[ %r0, %head ]"] + [f"[ %r{k}, %{'greg' if k in uniform else 'reg'}.{k} ]"
+                                                   for k in sites] + [f"[ %u{k}, %ureg.{k} ]" for k in uniform])
+        phis = ""
     cases = " ".join(["i32 0, label %next"] + [f"i32 {k}, label %reg.{k}" for k in sites])
     range_init = ""
-    rng_alloca = f"  %uni = alloca [{affine.MAX_CANDIDATES} x i64], align 8\n" if uniform else ""
+    # the word a checking region sets when it verified its affine registers (lockstep.soft_dispatch)
+    rng_alloca = "  %uni = alloca i32, align 4\n" if uniform else ""
     real = len(yields) < len(sites)
     fallback_text = f"""{'realfb' if soft else 'fallback'}:
   %fbf = load atomic ptr, ptr @"fbp.{func.name}" monotonic, align 8
@@ -182,6 +220,7 @@ other:
 {BLOCK_NEXT}"""
     slot = f'@"fbp.{func.name}" = global ptr null, align 8'
     extra = [BALLOT_FN.format(name=func.name, pred=FE.FH_PRED_IN, out=X_BALLOT)] if votes else []
+    extra += xhelpers.values()
     if soft:
         extra.append(lowest_waiting(func.name, yields, len(sites)))
         if not real:

@@ -10,33 +10,44 @@ from ptx.codegen.cpu import affine, thread_range
 from ptx.passes.sync_points import sync_kind
 from ptx.codegen.cpu.block_abi import store_undef_regs
 from ptx.codegen.cpu.regions import region_exits, region_reach, region_writes
+from ptx.codegen.cpu.slot_scopes import SlotScopes
 from ptx.codegen.cpu.uniform import remat_chain
-from ptx.codegen.cpu.warp_collectives import X_A, const_operand, warp_inputs, warp_result
+from ptx.codegen.cpu.warp_collectives import X_A, const_operand, warp_inputs, warp_result, wide_match
 from ptx.codegen.module_context import assemble
 
 
 TX_LOOP_MD = ", !llvm.loop !8998"
 
 
-def range_loops(f, bx, by, ranged, track=True, xrange=None):
+def range_loops(f, bx, by, ranged, track=True, xrange=None, extra=(), row_start=()):
     """The thread loops' headers. Ranged (kernels with warp collectives): only the threads of linear
     ids [lo, hi) run (the others exited), and the loops track the live threads' smallest and largest
     id and their count, so that the block can go on with the live threads as one range. xrange: (lo, hi), the
     tid.x interval of the threads that do anything in this region (thread_range.guard)."""
     acc = (["mn", "mx"] + (["l0", "l1", "c"] if ranged else [])) if track else []
     init = {"mn": "-1", "mx": "0", "l0": "-1", "l1": "0", "c": "0"}
+    types = {a: "i32" for a in acc}
+    carried = list(acc)
+    for name, ty, value, per_row in extra:      # per row: they start again at each row
+        acc.append(name)
+        init[name], types[name] = value, ty
+        if not per_row:
+            carried.append(name)
     f.label("tz.head")
     f.emit("%tid.z = phi i32 [ 0, %entry ], [ %tz.next, %tz.latch ]")
-    for a in acc:
-        f.emit(f"%{a}.z = phi i32 [ {init[a]}, %entry ], [ %{a}.r, %tz.latch ]")
+    for a in carried:
+        f.emit(f"%{a}.z = phi {types[a]} [ {init[a]}, %entry ], [ %{a}.r, %tz.latch ]")
     f.term("br label %ty.head")
     f.label("ty.head")
     f.emit("%tid.y = phi i32 [ 0, %tz.head ], [ %ty.next, %ty.latch ]")
-    for a in acc:
-        f.emit(f"%{a}.y = phi i32 [ %{a}.z, %tz.head ], [ %{a}.r, %ty.latch ]")
+    for a in carried:
+        f.emit(f"%{a}.y = phi {types[a]} [ %{a}.z, %tz.head ], [ %{a}.r, %ty.latch ]")
     f.emit(f"%lz = mul i32 %tid.z, {by}")
     f.emit("%lzy = add i32 %lz, %tid.y")
     f.emit(f"%lzyx = mul i32 %lzy, {bx}")
+    f.emit("%row64 = zext i32 %lzyx to i64")
+    for line in row_start:
+        f.emit(line)
     if ranged:
         # this row's part of [lo, hi)
         f.emit("%xs0 = sub i32 %lo, %lzyx")
@@ -58,16 +69,22 @@ def range_loops(f, bx, by, ranged, track=True, xrange=None):
     first = "%xs" if ranged else min(xrange[0], (1 << 31) - 1) if xrange else 0
     f.emit(f"%tid.x = phi i32 [ {first}, %ty.head ], [ %tx.next, %tx.latch ]")
     for a in acc:
-        f.emit(f"%{a} = phi i32 [ %{a}.y, %ty.head ], [ %{a}.next, %tx.latch ]")
+        start = f"%{a}.y" if a in carried else init[a]
+        f.emit(f"%{a} = phi {types[a]} [ {start}, %ty.head ], [ %{a}.next, %tx.latch ]")
     f.emit("%lin = add i32 %lzyx, %tid.x")
-    return acc
+    return acc, types
 
 
-def range_latches(f, mctx, bx, by, bz, acc, ranged, single=None, xrange=None):
-    """The loops' latches and the region's result; `single`: its one way out (nothing to track)."""
+def range_latches(f, mctx, bx, by, bz, acc, ranged, single=None, xrange=None, types=None, before_ret=(),
+                  row_end=()):
+    """The loops' latches and the region's result; `single`: its one way out (nothing to track). types: the
+    accumulators' types (i32 if not named); the caller emits the `.next` of those range_loops' `extra` added;
+    before_ret: lines that read the accumulators' results (`%name.r`) before the region returns `%res`; row_end:
+    lines at the end of each row (after the thread loop)."""
+    types = types or {}
     for fn in ("umin", "umax", "smin", "smax"):
         mctx.declare(f"declare i32 @llvm.{fn}.i32(i32, i32)")
-    if acc:
+    if "mn" in acc:
         # ranged: an exited thread leaves the range instead of disagreeing
         f.emit(f"%mn.next = call i32 @llvm.umin.i32(i32 %mn, i32 {'%site.k' if ranged else '%site'})")
         f.emit("%mx.next = call i32 @llvm.umax.i32(i32 %mx, i32 %site)")
@@ -83,17 +100,22 @@ def range_latches(f, mctx, bx, by, bz, acc, ranged, single=None, xrange=None):
     f.emit(f"%tx.c = icmp ult i32 %tx.next, {'%xe' if ranged or xrange else bx}")
     # unrolling the thread loops of every region costs compile time for little gain (the y/z
     # loops too: unrolling one copies the whole x loop)
-    mctx.add_helper("region.tx.md", '!8998 = distinct !{!8998, !8999}\n'
+    # (nor interleaved: a 16-thread row would then need 20 for the vector loop, and run scalar)
+    mctx.add_helper("region.tx.md", '!8998 = distinct !{!8998, !8999, !8990}\n'
+                                    '!8990 = !{!"llvm.loop.interleave.count", i32 1}\n'
                                     '!8999 = !{!"llvm.loop.unroll.disable"}\n'
                                     '!8996 = distinct !{!8996, !8999}\n'
                                     '!8997 = distinct !{!8997, !8999}')
     f.term("br i1 %tx.c, label %tx.head, label %ty.latch" + TX_LOOP_MD)
     f.label("ty.latch")
     for a in acc:
+        ty = types.get(a, "i32")
         if ranged:
-            f.emit(f"%{a}.r = phi i32 [ %{a}.next, %tx.latch ], [ %{a}.y, %ty.head ]")
+            f.emit(f"%{a}.r = phi {ty} [ %{a}.next, %tx.latch ], [ %{a}.y, %ty.head ]")
         else:
-            f.emit(f"%{a}.r = phi i32 [ %{a}.next, %tx.latch ]")
+            f.emit(f"%{a}.r = phi {ty} [ %{a}.next, %tx.latch ]")
+    for line in row_end:
+        f.emit(line)
     f.emit("%ty.next = add nuw i32 %tid.y, 1")
     f.emit(f"%ty.c = icmp ult i32 %ty.next, {by}")
     f.term("br i1 %ty.c, label %ty.head, label %tz.latch, !llvm.loop !8996")
@@ -119,7 +141,29 @@ def range_latches(f, mctx, bx, by, bz, acc, ranged, single=None, xrange=None):
         f.emit("store i32 %l1.r, ptr %hip.out")
     else:
         f.emit("%res = select i1 %same, i32 %mn.r, i32 -1")
+    for line in before_ret:
+        f.emit(line)
     f.term("ret i32 %res")
+
+
+def _agree_lines(cands, tag):
+    """Lines setting %{tag}bad.N (returned): some candidate c of `cands` [(c, type)] whose AND (%unC.r) and OR
+    (%uxC.r) of the threads' differences differ, where any thread contributed (identities -1 and 0: none did)."""
+    out = [f"%{tag}bad.0 = or i1 false, false"]
+    for i, (c, ty) in enumerate(cands):
+        out += [f"%{tag}same{c} = icmp eq {ty} %un{c}.r, %ux{c}.r",
+                f"%{tag}none{c}.a = icmp eq {ty} %un{c}.r, -1",
+                f"%{tag}none{c}.o = icmp eq {ty} %ux{c}.r, 0",
+                f"%{tag}none{c} = and i1 %{tag}none{c}.a, %{tag}none{c}.o",
+                f"%{tag}ok{c} = or i1 %{tag}same{c}, %{tag}none{c}",
+                f"%{tag}bad{c}.n = xor i1 %{tag}ok{c}, true",
+                f"%{tag}bad.{i + 1} = or i1 %{tag}bad.{i}, %{tag}bad{c}.n"]
+    return out, f"%{tag}bad.{len(cands)}"
+
+
+def arrivals_blocks(em, masked):
+    """The blocks the thread loop's latch is entered from."""
+    return [f"save.{j}" for j, *_ in em.sync_sites] + ["thread.exit"] + (["skip"] if masked else [])
 
 
 def emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False, consts=None, soft=False,
@@ -128,10 +172,11 @@ def emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False, 
     threads; returns the next region all threads agree on, 0 when all exited, -1 when they disagree.
     A barrier stores only the live registers this region may have written: the others still hold
     the value restored at its start, which is in their slot already. warp: the kernel also splits
-    at shfl/vote (see emit_region_kernel); the loops run the live range in %rng. soft: every thread records its
-    next site (the block function picks the next region itself where they disagree); masked: only the threads
-    waiting at site k run, the others keep their site. uniform: [(register, type, slopes)] that it recomputes from
-    their uniform part (at %uni, checked by cpu/affine.uniform_check) and %tid instead of loading their slots."""
+    at warp collectives (see emit_region_kernel); the loops run the live range in %rng. soft: every thread records
+    its next site (the block function picks the next region itself where they disagree); masked: only the threads
+    waiting at site k run, the others keep their site. uniform: [(register, type, (slope, by row))] that it
+    recomputes from the block's (or the row's) first thread's slot and %tid.x instead of loading their slots (checked
+    by cpu/affine.uniform_check, or by the region that ran before: the word at %uni after the candidates')."""
     from ptx.passes.liveness import defs_uses
     consts = consts or {}
     em = FunctionEmitter(mctx, flat, "region")
@@ -161,12 +206,31 @@ def emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False, 
     # a region that starts with `if (threadIdx.x < C)` loops over those threads only, without the branch
     xr = None if record or warp or masked or uniform else thread_range.guard(flat.body, start_idx, reach,
                                                                               em.is_register, live, remat)
-    acc = range_loops(f, bx, by, warp, track=record, xrange=xr and xr[:2])
+    # A region that loops back to its own yield (a lockstep loop) checks its affine registers' next values as it
+    # goes: each thread's value less its slope times %tid.x must be the same over the block (over each row, where
+    # the rest varies by row) for the threads that stay in the loop; then the next round starts from them without
+    # the block function's separate pass over the slots (affine.uniform_check). AND and OR of those: equal where
+    # every bit agrees (cheaper than min and max: AVX2 has no 64-bit vector min)
+    verify = bool(uniform) and soft and not warp and not masked and k in outs
+    extra = [(f"u{m}{j}", ty, init, by_row) for j, (_, ty, (_, by_row)) in enumerate(uniform or ())
+             for m, init in (("n", "-1"), ("x", "0"))]
+    # the affine registers' bases: the first thread's slot of the block (in the entry) or of each row (here), read
+    # before any thread stores
+    row_start, block_start = [], []
+    scopes = SlotScopes(mctx)
+    for j, (name, ty, (_, by_row)) in enumerate(uniform or ()):
+        (row_start if by_row else block_start).extend([
+            f"%rbo.{j} = mul i64 %n64, {sync_em.reg_off[name]}",
+            f"%rbs.{j} = getelementptr i8, ptr %soa, i64 %rbo.{j}",
+            f"%rbp.{j} = getelementptr {ty}, ptr %rbs.{j}, i64 {'%row64' if by_row else 0}",
+            f"%rb.{j} = load {ty}, ptr %rbp.{j}" + scopes.mark(sync_em.reg_off[name])])
+    acc, acc_types = range_loops(f, bx, by, warp, track=record, xrange=xr and xr[:2], extra=extra if verify else (),
+                                 row_start=row_start)
     f.emit("%t = zext i32 %lin to i64")
     f.emit("%sitep = getelementptr i32, ptr %soa, i64 %t")
     mark = len(f.lines)
     if masked:
-        f.emit("%waits = load i32, ptr %sitep")
+        f.emit("%waits = load i32, ptr %sitep" + scopes.mark(0))
         f.emit(f"%runs = icmp eq i32 %waits, {k}")
         f.term(f"br i1 %runs, label %restore.{k}, label %skip")
         f.label("skip")
@@ -191,8 +255,9 @@ def emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False, 
             em.cur_ins = st
             em.suspend(FE.ST_WARP if sync_kind(st) == "warp" else FE.ST_BARRIER, lambda j: None)
     f.label("thread.exit")
+    exit_mark = len(f.lines)
     if record:
-        f.emit("store i32 0, ptr %sitep")
+        f.emit("store i32 0, ptr %sitep" + scopes.mark(0))
     f.term("br label %tx.latch")
     reg_off = sync_em.reg_off
     if [s[4] for s in em.sync_sites] != [s[4] for s in sync_em.sync_sites]:
@@ -203,6 +268,7 @@ def emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False, 
         writes |= defs_uses(flat.body[sync_em.sync_sites[k - 1][4]], em.is_register)[0]
 
     affine_regs = {name: (j, slopes) for j, (name, _, slopes) in enumerate(uniform or ())}
+    verified = {}
 
     def hslot(off, ty):
         a = f.op(f"mul i64 %n64, {off}")
@@ -219,10 +285,22 @@ def emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False, 
             if name not in reg_off or sync_em.regs.get(name, (None,))[0] != ty:
                 return None
         f.label(f"save.{j}")
-        for name, ty, ptr in keep if idx in reach else ():
-            if (name in writes or not em.is_register(name)) and name not in consts:
+        saved = [(name, ty, ptr) for name, ty, ptr in (keep if idx in reach else ())
+                 if (name in writes or not em.is_register(name)) and name not in consts]
+        for name, ty, ptr in saved:
+            v = f.op(f"load {ty}, ptr {ptr}")
+            f.emit(f"store {ty} {v}, ptr {slot(name, ty)}")
+            f.lines[-1] += scopes.mark(reg_off[name])
+        if saved and outs == [j, 0]:
+            # the region's only other way out is the exit (a grid-stride loop's last iteration): the exit stores
+            # the same slots (an exited thread's are never read), so that the stores need no mask; a store only
+            # some lanes make becomes a masked vector store, which AMD's Zen 3 runs at a third of a plain one
+            body, f.lines = f.lines, []
+            for name, ty, ptr in saved:
                 v = f.op(f"load {ty}, ptr {ptr}")
                 f.emit(f"store {ty} {v}, ptr {slot(name, ty)}")
+                f.lines[-1] += scopes.mark(reg_off[name])
+            body[exit_mark:exit_mark], f.lines = f.lines, body
         if status == FE.ST_WARP and idx in reach:
             # the collective's inputs (its setup wrote them to this thread's frame header)
             # (constant ones are the fallback's table entries, see warp_convert_state)
@@ -231,11 +309,20 @@ def emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False, 
                     continue
                 if off == X_A:
                     a = em.load_frame(X_A, "i64")
-                    f.emit(f"store i32 {f.op(f'trunc i64 {a} to i32')}, ptr {hslot(em.x_slots[j], 'i32')}")
+                    if wide_match(flat.body[idx]):
+                        f.emit(f"store i64 {a}, ptr {hslot(X_A, 'i64')}")
+                    else:
+                        f.emit(f"store i32 {f.op(f'trunc i64 {a} to i32')}, ptr {hslot(em.x_slots.get(j, X_A), 'i32')}")
                 else:
                     f.emit(f"store i32 {em.load_frame(off, 'i32')}, ptr {hslot(off, 'i32')}")
+        if verify and j == k:
+            for c, (name, ty, (sx, _)) in enumerate(uniform):
+                v = f.op(f"load {ty}, ptr {em.regs[name][1]}")
+                d = f.op(f"sub {ty} {v}, {affine.recompute(f, ty, sx, '0')}")
+                verified[c] = d
+            verified["block"] = f"save.{j}"
         if record:
-            f.emit(f"store i32 {j}, ptr %sitep")
+            f.emit(f"store i32 {j}, ptr %sitep" + scopes.mark(0))
         f.term("br label %tx.latch")
         if j == k:
             f.label(f"restore.{j}")
@@ -243,10 +330,11 @@ def emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False, 
                 if name in remat:
                     continue
                 if name in affine_regs:
-                    j, slopes = affine_regs[name]
-                    v = affine.recompute(f, ty, slopes, f"%uv.{j}")
+                    j, (sx, _) = affine_regs[name]
+                    v = affine.recompute(f, ty, sx, f"%rb.{j}")
                 else:
                     v = f.op(f"load {ty}, ptr {slot(name, ty)}")
+                    f.lines[-1] += scopes.mark(reg_off[name])
                 f.emit(f"store {ty} {v}, ptr {ptr}")
             need = [n for n, _, _ in keep if n in remat]
             if status == FE.ST_WARP:
@@ -265,9 +353,37 @@ def emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False, 
     arrivals = ", ".join([f"[ {j}, %save.{j} ]" for j, *_ in em.sync_sites] + ["[ 0, %thread.exit ]"] +
                          (["[ %waits, %skip ]"] if masked else []))
     f.emit(f"%site = phi i32 {arrivals}")
+    before_ret, row_end = [], []
+    if uniform:
+        flag = "0"
+        if verify and "block" in verified:
+            for c, (_, ty, _) in enumerate(uniform):
+                others = ", ".join(f"[ 0, %{b} ]" for b in arrivals_blocks(em, masked) if b != verified["block"])
+                f.emit(f"%ud{c} = phi {ty} [ {verified[c]}, %{verified['block']} ], {others}")
+            f.emit(f"%again = icmp eq i32 %site, {k}")
+            ok = "%again.r"
+            for c, (_, ty, _) in enumerate(uniform):
+                f.emit(f"%udn{c} = select i1 %again, {ty} %ud{c}, {ty} -1")
+                f.emit(f"%udx{c} = select i1 %again, {ty} %ud{c}, {ty} 0")
+                f.emit(f"%un{c}.next = and {ty} %un{c}, %udn{c}")
+                f.emit(f"%ux{c}.next = or {ty} %ux{c}, %udx{c}")
+            # a row (the block) agrees when AND and OR of its differences are equal, or nothing went in (no thread
+            # stays in the loop)
+            rows = [(c, ty) for c, (_, ty, (_, by_row)) in enumerate(uniform) if by_row]
+            if rows:
+                lines, bad = _agree_lines(rows, "r")
+                row_end += lines + ["%rfl = load i32, ptr %uflp", f"%rfl.n = select i1 {bad}, i32 0, i32 %rfl",
+                                    "store i32 %rfl.n, ptr %uflp"]
+            lines, bad = _agree_lines([(c, ty) for c, (_, ty, (_, by_row)) in enumerate(uniform) if not by_row], "b")
+            before_ret += lines + [f"%again.r = icmp eq i32 %res, {k}", "%uflag.0 = load i32, ptr %uflp",
+                                   f"%bgood = xor i1 {bad}, true", "%uflag.1 = and i1 %again.r, %bgood",
+                                   "%uflag.2 = zext i1 %uflag.1 to i32", "%uflag = and i32 %uflag.0, %uflag.2"]
+            flag = "%uflag"
+        before_ret += [f"store i32 {flag}, ptr %uflp"]
     f.emit("%live = icmp ne i32 %site, 0")
     f.emit("%site.k = select i1 %live, i32 %site, i32 -1")
-    range_latches(f, mctx, bx, by, bz, acc, warp, None if record else (outs or [0])[0], xr)
+    range_latches(f, mctx, bx, by, bz, acc, warp, None if record else (outs or [0])[0], xr, acc_types, before_ret,
+                  row_end)
     f.lines[mark:mark] = store_undef_regs(em)
     after_entry = ["  %frame = alloca [64 x i8], align 8",
                    f"  %nxy.r = mul i32 {bx}, {by}", f"  %n.r = mul i32 %nxy.r, {bz}",
@@ -275,12 +391,18 @@ def emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False, 
     if warp:
         after_entry += ["  %lo = load i32, ptr %rng", "  %hip = getelementptr i32, ptr %rng, i64 1",
                         "  %hi = load i32, ptr %hip"]
-    for j, (_, ty, _) in enumerate(uniform or ()):
-        after_entry += [f"  %uvp.{j} = getelementptr i8, ptr %uni, i64 {8 * j}", f"  %uv.{j} = load {ty}, ptr %uvp.{j}"]
+    after_entry += ["  " + line for line in block_start]
+    if uniform:
+        after_entry.append("  %uflp = getelementptr i8, ptr %uni, i64 0")
+        if verify:
+            after_entry.append("  store i32 1, ptr %uflp")
     after_entry.append("  br label %tz.head")
     # noinline: inlined into the block function, every region would be optimized a second time
     # there; a call per region per block costs nothing beside a loop over the block's threads
     kind = "m" if masked else "u" if uniform else ""
-    header = (f'define internal i32 @"r{kind}{k}.{func.name}"(ptr %L, ptr %W, ptr %soa, i32 %ctaid.x, '
-              f'i32 %ctaid.y, i32 %ctaid.z{", ptr %rng" if warp else ""}{", ptr %uni" if uniform else ""}) noinline {{')
+    # noalias: the SoA area is the worker's scratch, which no PTX address reaches; without it LLVM guards each
+    # row of a vectorised thread loop with overlap checks between the slots and every global access
+    header = (f'define internal i32 @"r{kind}{k}.{func.name}"(ptr %L, ptr %W, ptr noalias %soa, i32 %ctaid.x, '
+              f'i32 %ctaid.y, i32 %ctaid.z{", ptr %rng" if warp else ""}{", ptr noalias %uni" if uniform else ""}) noinline {{')
+    scopes.apply(f.lines, after_entry)
     return assemble(header, em, after_entry, f.lines, [])

@@ -13,8 +13,8 @@ MAX_REGIONS = 16
 
 def region_ready(func, flat, sync_em, warp=False):
     """Block barriers only, each a plain `bar.sync <imm>` (every thread of the block waits), and with
-    `warp` shfl/vote too; no frame-resident .local/.param variables and few enough regions to inline
-    each one."""
+    `warp` the warp collectives warp_region_op takes too (shfl, vote, redux, match, activemask); no
+    frame-resident .local/.param variables and few enough regions to inline each one."""
     if any(d.space in ("local", "param") for d in flat.decls.values()):
         return False
     if not sync_em.sync_sites or len(sync_em.sync_sites) > MAX_REGIONS:

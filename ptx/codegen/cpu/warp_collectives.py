@@ -1,37 +1,78 @@
-"""Warp collectives in region loops: shfl and vote evaluated from the exchange slots their warp's lanes
-filled, and the state the general warp scheduler needs when a block falls back to it."""
+"""Warp collectives in region loops: shfl, vote, redux.sync, match.sync and activemask evaluated from the
+exchange slots their warp's lanes filled, and the state the general warp scheduler needs when a block falls
+back to it."""
 
 from __future__ import annotations
 
 from ptx import ast as A
 from ptx.codegen import function_emitter as FE
+from ptx.codegen import ptxtypes as T
 from ptx.codegen.cpu.uniform import THREAD_CONSTANT_SPECIALS
 
 
 def warp_region_op(st):
-    """shfl and vote: warp collectives a region loop can evaluate from its exchange slots."""
-    from ptx.codegen.ops_warp import SHFL_MODES, VOTE_MODES
+    """The warp collectives a region loop can evaluate from its exchange slots: shfl, vote, redux.sync
+    (32-bit integer), match.sync and activemask."""
+    from ptx.codegen.ops_warp import REDUX_OPS, SHFL_MODES, VOTE_MODES
     if st.opcode == "shfl":
         return any(m in SHFL_MODES for m in st.mods) and len(st.operands) >= 4
     if st.opcode == "vote":
         return any(m in VOTE_MODES for m in st.mods) and len(st.operands) >= 2
+    if st.opcode == "redux":
+        ts = T.types_in(st.mods)
+        return (len(st.operands) >= 3 and bool(ts) and not T.is_float(ts[-1]) and T.bits_of(ts[-1]) == 32
+                and any(m in REDUX_OPS for m in st.mods))
+    if st.opcode == "match":
+        ts = T.types_in(st.mods)
+        return len(st.operands) >= 3 and T.bits_of(ts[-1] if ts else "b32") in (32, 64)
+    if st.opcode == "activemask":
+        return len(st.operands) >= 1
     return False
 
 
 # Exchange slots of a warp collective in the SoA area: the frame header's offsets, one element per
 # thread (soa + off * n + t * size); the per-warp ballot of a vote at FH_COUNT (indexed by warp).
+# redux and match: the shared value at X_A (i32, or i64 for match.b64), and the per-thread results
+# their helper (exchange_helper) computes at X_RESULT (i32) and X_PRED_OUT (match.all's predicate).
 X_FIELDS = ((FE.FH_MASK, "i32"), (FE.FH_B, "i32"), (FE.FH_C, "i32"), (FE.FH_PRED_IN, "i32"))
 X_A, X_BALLOT = FE.FH_A, FE.FH_COUNT
+X_RESULT, X_PRED_OUT = FE.FH_RESULT, FE.FH_PRED_OUT
+
+
+def wide_match(st):
+    """match.b64: its shared value is 64 bits."""
+    ts = T.types_in(st.mods)
+    return st.opcode == "match" and T.bits_of(ts[-1] if ts else "b32") == 64
+
+
+def kind_mode(st):
+    """(kind, mode) of a collective as ops_warp's setup leaves them in the frame header."""
+    from ptx.codegen.ops_warp import (K_ACTIVEMASK, K_MATCH, K_REDUX, K_SHFL, K_VOTE, REDUX_OPS,
+                                      SHFL_MODES, VOTE_MODES)
+    if st.opcode == "shfl":
+        return K_SHFL, next(SHFL_MODES[m] for m in st.mods if m in SHFL_MODES)
+    if st.opcode == "vote":
+        return K_VOTE, next(VOTE_MODES[m] for m in st.mods if m in VOTE_MODES)
+    if st.opcode == "redux":
+        ts = T.types_in(st.mods)
+        return K_REDUX, next(REDUX_OPS[m] for m in st.mods if m in REDUX_OPS) | (256 if T.is_signed(ts[-1]) else 0)
+    if st.opcode == "match":
+        return K_MATCH, (1 if "all" in st.mods else 0) | (256 if wide_match(st) else 0)
+    return K_ACTIVEMASK, 0
 
 
 def warp_inputs(st):
-    """{exchange slot offset: operand or None (a constant -1 mask)} of a shfl or vote: what its
+    """{exchange slot offset: operand or None (a constant -1 mask)} of a collective: what its
     region stores for the next one (and for the fallback)."""
     ops = st.operands
     sync = "sync" in st.mods
     if st.opcode == "shfl":
         return {X_A: ops[1], FE.FH_B: ops[2], FE.FH_C: ops[3],
                 FE.FH_MASK: ops[4] if sync and len(ops) > 4 else None}
+    if st.opcode in ("redux", "match"):
+        return {X_A: ops[1], FE.FH_MASK: ops[2]}
+    if st.opcode == "activemask":
+        return {FE.FH_MASK: None}
     return {FE.FH_PRED_IN: ops[1], FE.FH_MASK: ops[2] if sync and len(ops) > 2 else None}
 
 
@@ -61,6 +102,15 @@ def operand_value(em, op, ptype, remat, slot_load):
                                                          and op.name in THREAD_CONSTANT_SPECIALS)):
         return em.read(op, ptype)
     return slot_load()
+
+
+def live_lanes(f, wb):
+    """The live lanes of the warp at thread %lin's warp base `wb`: [lo, hi) within it, as a mask."""
+    lol = f.op("call i32 @llvm.smax.i32(i32 " + f.op(f"sub i32 %lo, {wb}") + ", i32 0)")
+    hil = f.op("call i32 @llvm.smin.i32(i32 " + f.op(f"sub i32 %hi, {wb}") + ", i32 32)")
+    g = f.op("sub i64 " + f.op("shl i64 1, " + f.op(f"zext i32 {hil} to i64")) + ", "
+             + f.op("shl i64 1, " + f.op(f"zext i32 {lol} to i64")))
+    return f.op(f"trunc i64 {g} to i32")
 
 
 def warp_result(em, st, remat, hslot, mctx):
@@ -123,6 +173,17 @@ def warp_result(em, st, remat, hslot, mctx):
         em.store_frame(FE.FH_RESULT, "i64", f.op(f"zext i32 {v} to i64"))
         em.store_frame(FE.FH_PRED_OUT, "i32", f.op(f"zext i1 {pv} to i32"))
         return
+    if st.opcode in ("redux", "match"):
+        # the block function's exchange_helper left this thread's result in its slots
+        v = f.op(f"load i32, ptr {hslot(X_RESULT, 'i32')}")
+        em.store_frame(FE.FH_RESULT, "i64", f.op(f"zext i32 {v} to i64"))
+        if "all" in st.mods:
+            em.store_frame(FE.FH_PRED_OUT, "i32", f.op(f"load i32, ptr {hslot(X_PRED_OUT, 'i32')}"))
+        return
+    if st.opcode == "activemask":
+        # the live lanes of this warp: all of them are at this collective
+        em.store_frame(FE.FH_RESULT, "i64", f.op(f"zext i32 {live_lanes(f, wb)} to i64"))
+        return
     mode = next(VOTE_MODES[m] for m in st.mods if m in VOTE_MODES)
     if "sync" in st.mods and len(ops) > 2:
         mask = operand_value(em, ops[2], "u32", remat,
@@ -135,12 +196,7 @@ def warp_result(em, st, remat, hslot, mctx):
     pb = f.op(f"getelementptr i8, ptr %soa, i64 {base}")
     pb = f.op(f"getelementptr i32, ptr {pb}, i64 {w64}")
     ballot = f.op(f"load i32, ptr {pb}")
-    # the live lanes of this warp: [lo, hi) within it
-    lol = f.op("call i32 @llvm.smax.i32(i32 " + f.op(f"sub i32 %lo, {wb}") + ", i32 0)")
-    hil = f.op("call i32 @llvm.smin.i32(i32 " + f.op(f"sub i32 %hi, {wb}") + ", i32 32)")
-    g = f.op("sub i64 " + f.op("shl i64 1, " + f.op(f"zext i32 {hil} to i64")) + ", "
-             + f.op("shl i64 1, " + f.op(f"zext i32 {lol} to i64")))
-    g = f.op(f"trunc i64 {g} to i32")
+    g = live_lanes(f, wb)
     members = f.op(f"and i32 {mask}, {g}")
     hits = f.op(f"and i32 {members}, {ballot}")
     mctx.declare("declare i32 @llvm.ctpop.i32(i32)")
@@ -231,11 +287,218 @@ out:
 }}"""
 
 
+# redux's operations as (LLVM operation on %acc and %v, identity); the result of lanes whose members
+# are none is 0 (warp_scheduler.c's resolve_group starts from the first member's value)
+REDUX_IR = {
+    0: ("add i32 {a}, {v}", "0"), 3: ("and i32 {a}, {v}", "-1"), 4: ("or i32 {a}, {v}", "0"),
+    5: ("xor i32 {a}, {v}", "0"),
+    1: ("call i32 @llvm.umin.i32(i32 {a}, i32 {v})", "-1"), 2: ("call i32 @llvm.umax.i32(i32 {a}, i32 {v})", "0"),
+    257: ("call i32 @llvm.smin.i32(i32 {a}, i32 {v})", "2147483647"),
+    258: ("call i32 @llvm.smax.i32(i32 {a}, i32 {v})", "-2147483648"),
+}
+
+
+def _reduce_fn(mode):
+    """i32 @"wred.<mode>"(ptr x, i32 m, i32 g): redux over the lanes in m (within the live lanes g) of a
+    warp's values x[0..32); a full warp in one contiguous loop (LLVM vectorizes it), else lane by lane."""
+    op, ident = REDUX_IR[mode]
+    return f"""define internal i32 @"wred.{mode}"(ptr %x, i32 %m, i32 %g) {{
+entry:
+  %empty = icmp eq i32 %m, 0
+  br i1 %empty, label %zero, label %go
+zero:
+  ret i32 0
+go:
+  %full = icmp eq i32 %g, -1
+  br i1 %full, label %f, label %p
+f:
+  %fi = phi i32 [ 0, %go ], [ %fi.next, %f ]
+  %facc = phi i32 [ {ident}, %go ], [ %facc.next, %f ]
+  %fi64 = zext i32 %fi to i64
+  %fp = getelementptr i32, ptr %x, i64 %fi64
+  %fv = load i32, ptr %fp
+  %fm = lshr i32 %m, %fi
+  %fb = trunc i32 %fm to i1
+  %fs = select i1 %fb, i32 %fv, i32 {ident}
+  %facc.next = {op.format(a="%facc", v="%fs")}
+  %fi.next = add nuw nsw i32 %fi, 1
+  %fc = icmp ult i32 %fi.next, 32
+  br i1 %fc, label %f, label %fdone
+fdone:
+  ret i32 %facc.next
+p:
+  %pm = phi i32 [ %m, %go ], [ %pm.next, %p ]
+  %pacc = phi i32 [ {ident}, %go ], [ %pacc.next, %p ]
+  %pk = call i32 @llvm.cttz.i32(i32 %pm, i1 true)
+  %pk64 = zext i32 %pk to i64
+  %pp = getelementptr i32, ptr %x, i64 %pk64
+  %pv = load i32, ptr %pp
+  %pacc.next = {op.format(a="%pacc", v="%pv")}
+  %pm1 = sub i32 %pm, 1
+  %pm.next = and i32 %pm, %pm1
+  %pc = icmp ne i32 %pm.next, 0
+  br i1 %pc, label %p, label %pdone
+pdone:
+  ret i32 %pacc.next
+}}"""
+
+
+def _match_fn(ty):
+    """i32 @"wmat.<ty>"(ptr x, i32 m, i32 g, ty me): the lanes in m (within the live lanes g) whose
+    value in x[0..32) equals `me`."""
+    return f"""define internal i32 @"wmat.{ty}"(ptr %x, i32 %m, i32 %g, {ty} %me) {{
+entry:
+  %empty = icmp eq i32 %m, 0
+  br i1 %empty, label %zero, label %go
+zero:
+  ret i32 0
+go:
+  %full = icmp eq i32 %g, -1
+  br i1 %full, label %f, label %p
+f:
+  %fi = phi i32 [ 0, %go ], [ %fi.next, %f ]
+  %facc = phi i32 [ 0, %go ], [ %facc.next, %f ]
+  %fi64 = zext i32 %fi to i64
+  %fp = getelementptr {ty}, ptr %x, i64 %fi64
+  %fv = load {ty}, ptr %fp
+  %feq = icmp eq {ty} %fv, %me
+  %fe = zext i1 %feq to i32
+  %fbit = shl i32 %fe, %fi
+  %facc.next = or i32 %facc, %fbit
+  %fi.next = add nuw nsw i32 %fi, 1
+  %fc = icmp ult i32 %fi.next, 32
+  br i1 %fc, label %f, label %fdone
+fdone:
+  %fr = and i32 %facc.next, %m
+  ret i32 %fr
+p:
+  %pm = phi i32 [ %m, %go ], [ %pm.next, %p ]
+  %pacc = phi i32 [ 0, %go ], [ %pacc.next, %p ]
+  %pk = call i32 @llvm.cttz.i32(i32 %pm, i1 true)
+  %pk64 = zext i32 %pk to i64
+  %pp = getelementptr {ty}, ptr %x, i64 %pk64
+  %pv = load {ty}, ptr %pp
+  %peq = icmp eq {ty} %pv, %me
+  %pm1 = sub i32 %pm, 1
+  %pm.next = and i32 %pm, %pm1
+  %pbit = xor i32 %pm, %pm.next
+  %pin = select i1 %peq, i32 %pbit, i32 0
+  %pacc.next = or i32 %pacc, %pin
+  %pc = icmp ne i32 %pm.next, 0
+  br i1 %pc, label %p, label %pdone
+pdone:
+  ret i32 %pacc.next
+}}"""
+
+
+def exchange_helper(name, k, st, mask, mctx):
+    """redux or match at site k: void @"wx<k>.<name>"(ptr soa, i64 n64, ptr rng), which the block function
+    calls before region k: each live thread's result (and match.all's predicate) from its warp's
+    exchange slots, as resolve_group computes it for the group of the live lanes: members = the thread's
+    membermask & the live lanes (`mask`: the membermask when the same constant for every thread, else
+    None: in its slot). Threads of a warp with the same members share one reduction."""
+    for fn in ("umin", "umax", "smin", "smax"):
+        mctx.declare(f"declare i32 @llvm.{fn}.i32(i32, i32)")
+    mctx.declare("declare i32 @llvm.cttz.i32(i32, i1)")
+    redux = st.opcode == "redux"
+    _, mode = kind_mode(st)
+    ety = "i64" if wide_match(st) else "i32"
+    if redux:
+        mode = mode if mode & 255 in (1, 2) else mode & 255     # signed or not: the same sum and bits
+        fn = f"wred.{mode}"
+        mctx.add_helper(fn, _reduce_fn(mode))
+    else:
+        mctx.add_helper(f"wmat.{ety}", _match_fn(ety))
+    mask_load = ("  %mp = getelementptr i32, ptr %mb, i64 %t64\n  %mv = load i32, ptr %mp\n"
+                 if mask is None else f"  %mv = add i32 0, {mask if mask < 2**31 else mask - 2**32}\n")
+    if redux:
+        # threads with the same members as the previous one reuse its result
+        per_lane = f"""  %same = icmp eq i64 %m64, %pm
+  br i1 %same, label %lnext, label %calc
+calc:
+  %r = call i32 @"{fn}"(ptr %xw, i32 %m, i32 %g)
+  br label %lnext
+lnext:
+  %pm.next = phi i64 [ %pm, %l ], [ %m64, %calc ]
+  %pr.next = phi i32 [ %pr, %l ], [ %r, %calc ]
+  %rp = getelementptr i32, ptr %rb, i64 %t64
+  store i32 %pr.next, ptr %rp
+"""
+    else:
+        all_ = "all" in st.mods
+        per_lane = f"""  %mep = getelementptr {ety}, ptr %xb, i64 %t64
+  %me = load {ety}, ptr %mep
+  %eq = call i32 @"wmat.{ety}"(ptr %xw, i32 %m, i32 %g, {ety} %me)
+""" + ("""  %allp = icmp eq i32 %eq, %m
+  %res = select i1 %allp, i32 %m, i32 0
+  %pz = zext i1 %allp to i32
+  %pop = getelementptr i32, ptr %pob, i64 %t64
+  store i32 %pz, ptr %pop
+""" if all_ else "  %res = or i32 %eq, 0\n") + """  %rp = getelementptr i32, ptr %rb, i64 %t64
+  store i32 %res, ptr %rp
+  br label %lnext
+lnext:
+  %pm.next = or i64 %pm, 0
+  %pr.next = or i32 %pr, 0
+"""
+    return f"""define internal void @"wx{k}.{name}"(ptr %soa, i64 %n64, ptr %rng) noinline {{
+entry:
+  %lo = load i32, ptr %rng
+  %hip = getelementptr i32, ptr %rng, i64 1
+  %hi = load i32, ptr %hip
+  %xo = mul i64 %n64, {X_A}
+  %xb = getelementptr i8, ptr %soa, i64 %xo
+  %mo = mul i64 %n64, {FE.FH_MASK}
+  %mb = getelementptr i8, ptr %soa, i64 %mo
+  %ro = mul i64 %n64, {X_RESULT}
+  %rb = getelementptr i8, ptr %soa, i64 %ro
+  %poo = mul i64 %n64, {X_PRED_OUT}
+  %pob = getelementptr i8, ptr %soa, i64 %poo
+  %w0 = lshr i32 %lo, 5
+  %hi31 = add i32 %hi, 31
+  %w1 = lshr i32 %hi31, 5
+  %any = icmp ult i32 %lo, %hi
+  br i1 %any, label %w, label %out
+w:
+  %wi = phi i32 [ %w0, %entry ], [ %wi.next, %wdone ]
+  %wb = shl i32 %wi, 5
+  %lol0 = sub i32 %lo, %wb
+  %lol = call i32 @llvm.smax.i32(i32 %lol0, i32 0)
+  %hil0 = sub i32 %hi, %wb
+  %hil = call i32 @llvm.smin.i32(i32 %hil0, i32 32)
+  %hil64 = zext i32 %hil to i64
+  %gh = shl i64 1, %hil64
+  %lol64 = zext i32 %lol to i64
+  %gl = shl i64 1, %lol64
+  %g64 = sub i64 %gh, %gl
+  %g = trunc i64 %g64 to i32
+  %wb64 = zext i32 %wb to i64
+  %xw = getelementptr {ety}, ptr %xb, i64 %wb64
+  br label %l
+l:
+  %li = phi i32 [ %lol, %w ], [ %li.next, %lnext ]
+  %pm = phi i64 [ -1, %w ], [ %pm.next, %lnext ]
+  %pr = phi i32 [ 0, %w ], [ %pr.next, %lnext ]
+  %t = add i32 %wb, %li
+  %t64 = zext i32 %t to i64
+{mask_load}  %m = and i32 %mv, %g
+  %m64 = zext i32 %m to i64
+{per_lane}  %li.next = add nuw i32 %li, 1
+  %lm = icmp slt i32 %li.next, %hil
+  br i1 %lm, label %l, label %wdone
+wdone:
+  %wi.next = add nuw i32 %wi, 1
+  %wm = icmp ult i32 %wi.next, %w1
+  br i1 %wm, label %w, label %out
+out:
+  ret void
+}}"""
+
+
 def warp_convert_state(func, flat, sync_em, remat):
     """The convert loop's per-thread header for the general warp scheduler: exited threads done,
     threads at a barrier waiting there, threads at a collective waiting there with its inputs
     (from the exchange slots), as the thread function's suspension would have left them."""
-    from ptx.codegen.ops_warp import K_SHFL, K_VOTE, SHFL_MODES, VOTE_MODES
     state, kind, mode = [1], [0], [0]      # site 0: exited (DONE)
     fields = (X_A,) + tuple(off for off, _ in X_FIELDS)
     consts = {off: [0] for off in fields}  # per site: the input's value, or None: in its slot
@@ -246,19 +509,19 @@ def warp_convert_state(func, flat, sync_em, remat):
             consts[off].append(const_operand(off, inputs[off], flat, remat) if off in inputs else 0)
         if status == FE.ST_WARP:
             state.append(3)                  # AT_WARP
-            if st.opcode == "shfl":
-                kind.append(K_SHFL)
-                mode.append(next(SHFL_MODES[m] for m in st.mods if m in SHFL_MODES))
-            else:
-                kind.append(K_VOTE)
-                mode.append(next(VOTE_MODES[m] for m in st.mods if m in VOTE_MODES))
+            kd, md = kind_mode(st)
+            kind.append(kd)
+            mode.append(md)
         else:
             state.append(2)                  # AT_BAR
             kind.append(st.operands[0].value)
             mode.append(0)
     n = len(state)
-    aoff = [0] + [sync_em.x_slots.get(site[0], 0) for site in sync_em.sync_sites]
-    named = [("s", state), ("k", kind), ("m", mode), ("a", aoff)]
+    # the shared value's slot: a shfl's own, redux's and match's at X_A (wide: i64 elements)
+    aoff = [0] + [sync_em.x_slots.get(site[0], X_A if flat.body[site[4]].opcode in ("redux", "match") else 0)
+                  for site in sync_em.sync_sites]
+    wide = [0] + [int(wide_match(flat.body[site[4]])) for site in sync_em.sync_sites]
+    named = [("s", state), ("k", kind), ("m", mode), ("a", aoff), ("w", wide)]
     for off in fields:
         named.append((f"c{off}", [0 if v is None else v for v in consts[off]]))
         named.append((f"f{off}", [int(v is None) for v in consts[off]]))
@@ -273,7 +536,9 @@ def warp_convert_state(func, flat, sync_em, remat):
     lines += [f"  %fp.site = getelementptr i8, ptr %fr, i64 {FE.FH_SITE}", "  store i32 %site, ptr %fp.site",
               f"  %fp.cnt = getelementptr i8, ptr %fr, i64 {FE.FH_COUNT}", "  store i32 0, ptr %fp.cnt"]
     lines += [f"  %tp.a = getelementptr [{n} x i32], ptr @\"cva.{func.name}\", i64 0, i64 %site64",
-              "  %tv.a = load i32, ptr %tp.a", "  %tv.a64 = zext i32 %tv.a to i64"]
+              "  %tv.a = load i32, ptr %tp.a", "  %tv.a64 = zext i32 %tv.a to i64",
+              f"  %tp.w = getelementptr [{n} x i32], ptr @\"cvw.{func.name}\", i64 0, i64 %site64",
+              "  %tv.w = load i32, ptr %tp.w", "  %wide = icmp ne i32 %tv.w, 0"]
     for off, ty in ((X_A, "i32"),) + X_FIELDS:
         lines += [f"  %xo.{off} = mul i64 %n64, {'%tv.a64' if off == X_A else off}",
                   f"  %xb.{off} = getelementptr i8, ptr %soa, i64 %xo.{off}",
@@ -286,7 +551,15 @@ def warp_convert_state(func, flat, sync_em, remat):
                   f"  %xv.{off} = select i1 %fl.{off}, i32 %xs.{off}, i32 %tv.c{off}",
                   f"  %xd.{off} = getelementptr i8, ptr %fr, i64 {off}"]
         if off == X_A:
-            lines += [f"  %xw.{off} = zext i32 %xv.{off} to i64", f"  store i64 %xw.{off}, ptr %xd.{off}"]
+            # a 64-bit value (match.b64): its high half after the low one, elements of 8 bytes
+            lines += [f"  %xw.{off} = zext i32 %xv.{off} to i64",
+                      "  %xwt = shl i64 %t, 3", f"  %xwp = getelementptr i8, ptr %xb.{off}, i64 %xwt",
+                      "  %xwl = load i32, ptr %xwp", "  %xwhp = getelementptr i8, ptr %xwp, i64 4",
+                      "  %xwh = load i32, ptr %xwhp", "  %xwl64 = zext i32 %xwl to i64",
+                      "  %xwh64 = zext i32 %xwh to i64", "  %xwh32 = shl i64 %xwh64, 32",
+                      "  %xw64 = or i64 %xwh32, %xwl64",
+                      f"  %xa.{off} = select i1 %wide, i64 %xw64, i64 %xw.{off}",
+                      f"  store i64 %xa.{off}, ptr %xd.{off}"]
         else:
             lines.append(f"  store i32 %xv.{off}, ptr %xd.{off}")
     return "\n".join(lines), tables
