@@ -163,24 +163,31 @@ out:
 }}"""
 
 
+def checked_site(name: str, k: int, call: str, otherwise: str, fresh: bool) -> str:
+    """The block function's blocks for site k whose registers may be affine (cpu/affine.py): reg.k checks them
+    (uc{k}), then runs the region that recomputes them (ureg.k, %u{k}) or, where the check fails, `otherwise`
+    (greg.k, %r{k}). call/otherwise: region {1} of kernel {0}'s calls, as region_kernel.py formats them. fresh: the
+    checked region that ran last may have verified them itself for the next round of its loop (%fresh, %ufl.k),
+    then the check is skipped."""
+    checked = call.replace('@"r{1}', '@"ru{1}')[:-1] + ", ptr %uni)"
+    check = f"ucheck.{k}" if fresh else f"reg.{k}"
+    head = f"reg.{k}:\n  %fr.{k} = icmp ne i32 %fresh, 0\n  br i1 %fr.{k}, label %ureg.{k}, label %{check}\n" \
+        if fresh else ""
+    return (head + f'{check}:\n  %uok.{k} = call i32 @"uc{k}.{name}"(ptr %soa, i64 %n64, i32 %bx, i32 %by, i32 %bz, '
+            f'ptr %uni)\n  %uyes.{k} = icmp ne i32 %uok.{k}, 0\n  br i1 %uyes.{k}, label %ureg.{k}, label %greg.{k}\n'
+            f"ureg.{k}:\n  %u{k} = {checked.format(name, k)}\n" + (f"  %ufl.{k} = load i32, ptr %uni\n" if fresh else "") +
+            f"  br label %disp\ngreg.{k}:\n  %r{k} = {otherwise.format(name, k)}\n  br label %disp\n")
+
+
 def soft_dispatch(name: str, call: str, sites, yields, uniform):
     """The block function's part for a kernel with yields (region_kernel.emit_region_kernel): (the blocks of the
     yields that carry affine registers, the incoming values of its %s phi, its %ran and %turn phis, and the
     block `fallback` where threads disagree). call: the call of region {1} of kernel {0}, as region_kernel.py formats
     it; sites: every site's number; uniform: {yield: affine candidates}."""
     masked = call.replace('@"r{1}', '@"rm{1}')
-    checked = call.replace('@"r{1}', '@"ru{1}')[:-1] + ", ptr %uni)"
     # all threads at a yield whose carried registers may be affine in %tid: checked, then the region that
     # recomputes them (or, when they are not, the masked one, which runs them all)
-    # (the checked region that ran last verified them itself, for the next round of its loop: %fresh)
-    blocks = "".join(
-        f"reg.{k}:\n  %fr.{k} = icmp ne i32 %fresh, 0\n  br i1 %fr.{k}, label %ureg.{k}, label %ucheck.{k}\n"
-        f'ucheck.{k}:\n  %uok.{k} = call i32 @"uc{k}.{name}"(ptr %soa, i64 %n64, i32 %bx, i32 %by, i32 %bz, '
-        f'ptr %uni)\n  %uyes.{k} = icmp ne i32 %uok.{k}, 0\n  br i1 %uyes.{k}, label %ureg.{k}, label %greg.{k}\n'
-        f"ureg.{k}:\n  %u{k} = {checked.format(name, k)}\n"
-        f"  %ufl.{k} = load i32, ptr %uni\n"
-        f"  br label %disp\n"
-        f"greg.{k}:\n  %r{k} = {masked.format(name, k)}\n  br label %disp\n" for k in sorted(uniform))
+    blocks = "".join(checked_site(name, k, call, masked, fresh=True) for k in sorted(uniform))
     ends = [(k, f"%r{k}", f"reg.{k}") for k in sites if k not in uniform]
     ends += [(k, v, b) for k in sorted(uniform) for v, b in ((f"%r{k}", f"greg.{k}"), (f"%u{k}", f"ureg.{k}"))]
     ends += [(k, f"%m{k}", f"mreg.{k}") for k in sorted(yields)]

@@ -7,7 +7,7 @@ from ptx import ast as A
 from ptx.codegen import function_emitter as FE
 from ptx.passes.liveness import defs_uses
 from ptx.codegen.cpu import lockstep
-from ptx.codegen.cpu.lockstep import lowest_waiting, soft_dispatch
+from ptx.codegen.cpu.lockstep import checked_site, lowest_waiting, soft_dispatch
 from ptx.codegen.cpu import affine
 from ptx.codegen.cpu.block_abi import BLOCK_COORDS, BLOCK_FN_ENTRY, BLOCK_NEXT
 from ptx.codegen.cpu.region_loops import emit_region_fn
@@ -167,12 +167,7 @@ out:
         ublocks, incoming, phis, soft_text = soft_dispatch(func.name, call, sites, yields, uniform)
         reg_blocks += ublocks
     else:
-        checked = call.replace('@"r{1}', '@"ru{1}')[:-1] + ", ptr %uni)"
-        reg_blocks += "".join(
-            f'reg.{k}:\n  %uok.{k} = call i32 @"uc{k}.{func.name}"(ptr %soa, i64 %n64, i32 %bx, i32 %by, i32 %bz, '
-            f'ptr %uni)\n  %uyes.{k} = icmp ne i32 %uok.{k}, 0\n  br i1 %uyes.{k}, label %ureg.{k}, label %greg.{k}\n'
-            f"ureg.{k}:\n  %u{k} = {checked.format(func.name, k)}\n  br label %disp\n"
-            f"greg.{k}:\n  %r{k} = {call.format(func.name, k)}\n  br label %disp\n" for k in sorted(uniform))
+        reg_blocks += "".join(checked_site(func.name, k, call, call, fresh=False) for k in sorted(uniform))
         incoming = ", ".join(["[ %r0, %head ]"] + [f"[ %r{k}, %{'greg' if k in uniform else 'reg'}.{k} ]"
                                                    for k in sites] + [f"[ %u{k}, %ureg.{k} ]" for k in uniform])
         phis = ""
