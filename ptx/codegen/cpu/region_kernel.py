@@ -8,7 +8,7 @@ from ptx.codegen import function_emitter as FE
 from ptx.passes.liveness import defs_uses
 from ptx.codegen.cpu import lockstep
 from ptx.codegen.cpu.lockstep import checked_site, lowest_waiting, soft_dispatch
-from ptx.codegen.cpu import affine
+from ptx.codegen.cpu import affine, warp_chain
 from ptx.codegen.cpu.block_abi import BLOCK_COORDS, BLOCK_FN_ENTRY, BLOCK_NEXT
 from ptx.codegen.cpu.region_loops import emit_region_fn
 from ptx.codegen.cpu.regions import region_reach, region_ready, successors
@@ -95,6 +95,17 @@ def emit_region_kernel(func, flat, mctx, sym, fb, sync_em, warp=False, soft=Fals
                 return None
             region_fns.append(text)
     reg_off = sync_em.reg_off
+    # shuffle chains: one function for the regions from a start or a barrier to the next barrier, called instead of
+    # the first (which it calls itself where the block's threads are not whole warps)
+    chains = []
+    if warp and not soft and warp_chain.ENABLED:
+        for chain in warp_chain.find_chains(flat, sync_em.sync_sites, succ, remat):
+            if chain[0] in uniform:
+                continue
+            text = warp_chain.emit_chain_fn(func, flat, mctx, sync_em, chain, live, remat, consts)
+            if text is not None:
+                region_fns.append(text)
+                chains.append(chain[0])
 
     # SoA slots -> the resumable threads' frames (resume point, done flag, registers)
     copies = []
@@ -213,6 +224,8 @@ other:
   %code = sub i32 %s, {FE.ST_ABORT_BASE}
   ret i32 %code
 {BLOCK_NEXT}"""
+    for a in chains:
+        block_fn = block_fn.replace(f'call i32 @"r{a}.{func.name}"(', f'call i32 @"wc{a}.{func.name}"(')
     slot = f'@"fbp.{func.name}" = global ptr null, align 8'
     extra = [BALLOT_FN.format(name=func.name, pred=FE.FH_PRED_IN, out=X_BALLOT)] if votes else []
     extra += xhelpers.values()

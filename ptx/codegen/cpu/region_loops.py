@@ -52,10 +52,14 @@ def range_loops(f, bx, by, ranged, track=True, xrange=None, extra=(), row_start=
         # this row's part of [lo, hi)
         f.emit("%xs0 = sub i32 %lo, %lzyx")
         f.emit("%xs1 = call i32 @llvm.smax.i32(i32 %xs0, i32 0)")
-        f.emit(f"%xs = call i32 @llvm.smin.i32(i32 %xs1, i32 {bx})")
+        f.emit(f"%xs{'.r' if xrange else ''} = call i32 @llvm.smin.i32(i32 %xs1, i32 {bx})")
         f.emit("%xe0 = sub i32 %hi, %lzyx")
         f.emit("%xe1 = call i32 @llvm.smax.i32(i32 %xe0, i32 0)")
-        f.emit(f"%xe = call i32 @llvm.smin.i32(i32 %xe1, i32 {bx})")
+        f.emit(f"%xe{'.r' if xrange else ''} = call i32 @llvm.smin.i32(i32 %xe1, i32 {bx})")
+        if xrange:
+            lo, hi = (min(v, (1 << 31) - 1) for v in xrange)
+            f.emit(f"%xs = call i32 @llvm.smax.i32(i32 %xs.r, i32 {lo})")
+            f.emit(f"%xe = call i32 @llvm.smin.i32(i32 %xe.r, i32 {hi})")
         f.emit("%rowne = icmp slt i32 %xs, %xe")
         f.term("br i1 %rowne, label %tx.head, label %ty.latch")
     elif xrange:
@@ -204,8 +208,13 @@ def emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False, 
     outs = [site[0] for site in sync_em.sync_sites if site[4] in reach] + ([0] if exits else [])
     record = len(outs) > 1 or soft
     # a region that starts with `if (threadIdx.x < C)` loops over those threads only, without the branch
-    xr = None if record or warp or masked or uniform else thread_range.guard(flat.body, start_idx, reach,
-                                                                              em.is_register, live, remat)
+    # (with warp collectives, where the others exit: the live range shrinks to the threads that run, as it would
+    # if each exited in the loop; their site words are set to 0 first, for the fallback)
+    xr = None
+    if not (masked or uniform or soft or (record and not warp)):
+        xr = thread_range.guard(flat.body, start_idx, reach, em.is_register, live, remat)
+        if warp and xr and not xr[3]:
+            xr = None
     # A region that loops back to its own yield (a lockstep loop) checks its affine registers' next values as it
     # goes: each thread's value less its slope times %tid.x must be the same over the block (over each row, where
     # the rest varies by row) for the threads that stay in the loop; then the next round starts from them without
@@ -256,8 +265,6 @@ def emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False, 
             em.suspend(FE.ST_WARP if sync_kind(st) == "warp" else FE.ST_BARRIER, lambda j: None)
     f.label("thread.exit")
     exit_mark = len(f.lines)
-    if record:
-        f.emit("store i32 0, ptr %sitep" + scopes.mark(0))
     f.term("br label %tx.latch")
     reg_off = sync_em.reg_off
     if [s[4] for s in em.sync_sites] != [s[4] for s in sync_em.sync_sites]:
@@ -268,6 +275,10 @@ def emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False, 
         writes |= defs_uses(flat.body[sync_em.sync_sites[k - 1][4]], em.is_register)[0]
 
     affine_regs = {name: (j, slopes) for j, (name, _, slopes) in enumerate(uniform or ())}
+    # a collective's inputs where the only other way out is the exit: stored once in the latch, 0 for an exited
+    # thread (outside the live range, which is all the collectives read), so the store needs no mask (as above; a
+    # store in each block would differ in type once LLVM folds the bitcasts, and stay two masked stores)
+    latch_stores = []
     verified = {}
 
     def hslot(off, ty):
@@ -291,6 +302,27 @@ def emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False, 
             v = f.op(f"load {ty}, ptr {ptr}")
             f.emit(f"store {ty} {v}, ptr {slot(name, ty)}")
             f.lines[-1] += scopes.mark(reg_off[name])
+        xstores = []
+        if status == FE.ST_WARP and idx in reach:
+            # the collective's inputs (its setup wrote them to this thread's frame header)
+            # (constant ones are the fallback's table entries, see warp_convert_state)
+            for off, op in warp_inputs(flat.body[idx]).items():
+                if const_operand(off, op, flat, remat) is not None:
+                    continue
+                if off == X_A:
+                    a = em.load_frame(X_A, "i64")
+                    if wide_match(flat.body[idx]):
+                        xstores.append((X_A, "i64"))
+                    else:
+                        a = f.op(f"trunc i64 {a} to i32")
+                        xstores.append((em.x_slots.get(j, X_A), "i32"))
+                else:
+                    a = em.load_frame(off, "i32")
+                    xstores.append((off, "i32"))
+                if outs == [j, 0]:
+                    latch_stores.append((xstores[-1], a, f"save.{j}"))
+                else:
+                    f.emit(f"store {xstores[-1][1]} {a}, ptr {hslot(*xstores[-1])}")
         if saved and outs == [j, 0]:
             # the region's only other way out is the exit (a grid-stride loop's last iteration): the exit stores
             # the same slots (an exited thread's are never read), so that the stores need no mask; a store only
@@ -301,28 +333,12 @@ def emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False, 
                 f.emit(f"store {ty} {v}, ptr {slot(name, ty)}")
                 f.lines[-1] += scopes.mark(reg_off[name])
             body[exit_mark:exit_mark], f.lines = f.lines, body
-        if status == FE.ST_WARP and idx in reach:
-            # the collective's inputs (its setup wrote them to this thread's frame header)
-            # (constant ones are the fallback's table entries, see warp_convert_state)
-            for off, op in warp_inputs(flat.body[idx]).items():
-                if const_operand(off, op, flat, remat) is not None:
-                    continue
-                if off == X_A:
-                    a = em.load_frame(X_A, "i64")
-                    if wide_match(flat.body[idx]):
-                        f.emit(f"store i64 {a}, ptr {hslot(X_A, 'i64')}")
-                    else:
-                        f.emit(f"store i32 {f.op(f'trunc i64 {a} to i32')}, ptr {hslot(em.x_slots.get(j, X_A), 'i32')}")
-                else:
-                    f.emit(f"store i32 {em.load_frame(off, 'i32')}, ptr {hslot(off, 'i32')}")
         if verify and j == k:
             for c, (name, ty, (sx, _)) in enumerate(uniform):
                 v = f.op(f"load {ty}, ptr {em.regs[name][1]}")
                 d = f.op(f"sub {ty} {v}, {affine.recompute(f, ty, sx, '0')}")
                 verified[c] = d
             verified["block"] = f"save.{j}"
-        if record:
-            f.emit(f"store i32 {j}, ptr %sitep" + scopes.mark(0))
         f.term("br label %tx.latch")
         if j == k:
             f.label(f"restore.{j}")
@@ -353,6 +369,9 @@ def emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False, 
     arrivals = ", ".join([f"[ {j}, %save.{j} ]" for j, *_ in em.sync_sites] + ["[ 0, %thread.exit ]"] +
                          (["[ %waits, %skip ]"] if masked else []))
     f.emit(f"%site = phi i32 {arrivals}")
+    for c, ((off, ty), v, blk) in enumerate(latch_stores):
+        ins = ", ".join(f"[ {v if b == blk else 0}, %{b} ]" for b in arrivals_blocks(em, masked))
+        f.emit(f"%xl{c} = phi {ty} {ins}")
     before_ret, row_end = [], []
     if uniform:
         flag = "0"
@@ -380,6 +399,12 @@ def emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False, 
                                    "%uflag.2 = zext i1 %uflag.1 to i32", "%uflag = and i32 %uflag.0, %uflag.2"]
             flag = "%uflag"
         before_ret += [f"store i32 {flag}, ptr %uflp"]
+    for c, ((off, ty), v, blk) in enumerate(latch_stores):
+        f.emit(f"store {ty} %xl{c}, ptr {hslot(off, ty)}")
+    if record:
+        # every thread's next site, stored once for all ways out (a masked thread's own back): a store on each way
+        # out would be a masked vector store, which Zen 3 runs at a third of a plain one
+        f.emit("store i32 %site, ptr %sitep" + scopes.mark(0))
     f.emit("%live = icmp ne i32 %site, 0")
     f.emit("%site.k = select i1 %live, i32 %site, i32 -1")
     range_latches(f, mctx, bx, by, bz, acc, warp, None if record else (outs or [0])[0], xr, acc_types, before_ret,
@@ -396,6 +421,14 @@ def emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False, 
         after_entry.append("  %uflp = getelementptr i8, ptr %uni, i64 0")
         if verify:
             after_entry.append("  store i32 1, ptr %uflp")
+    if warp and xr and record:
+        # the threads the guard skips exit: site 0 (the loop then stores the others')
+        mctx.declare("declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)")
+        after_entry += ["  %zs.lo = zext i32 %lo to i64", "  %zs.p = getelementptr i32, ptr %soa, i64 %zs.lo",
+                        "  %zs.hi = zext i32 %hi to i64", "  %zs.d = sub i64 %zs.hi, %zs.lo",
+                        "  %zs.e = icmp ult i32 %lo, %hi", "  %zs.n = select i1 %zs.e, i64 %zs.d, i64 0",
+                        "  %zs.b = shl i64 %zs.n, 2",
+                        "  call void @llvm.memset.p0.i64(ptr %zs.p, i8 0, i64 %zs.b, i1 false)"]
     after_entry.append("  br label %tz.head")
     # noinline: inlined into the block function, every region would be optimized a second time
     # there; a call per region per block costs nothing beside a loop over the block's threads

@@ -77,7 +77,7 @@ def _pure(st):
 
 
 def guard(body, start, reach, is_reg, live, remat):
-    """(lo, hi, index of the guard's branch) where the region starting at statement `start` begins with a branch,
+    """(lo, hi, index of the guard's branch, whether it lands at the exit) where the region starting at statement `start` begins with a branch,
     on a predicate comparing tid.x with an immediate, straight to the region's end (a barrier or the thread's exit):
     the threads outside [lo, hi) do nothing in the region. Else None. Only register arithmetic may come before the
     guard, and none that is live after the barrier a skipping thread lands at (it would leave that slot stale)
@@ -126,4 +126,4 @@ def guard(body, start, reach, is_reg, live, remat):
                 stale |= defs_uses(body[i], is_reg)[0]
         if (stale - set(remat)) & live.get(land, set()):
             return None
-    return rng[0], rng[1], g
+    return rng[0], rng[1], g, end.opcode in ("ret", "exit")

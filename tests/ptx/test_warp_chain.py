@@ -1,0 +1,262 @@
+"""Warp chains (ptx/codegen/cpu/warp_chain.py): shuffles with constant operands between the kernel's start or a
+barrier and the next barrier or the exit run with each warp's lanes written out. Every mode, clamp and segment
+word, a predicate output, predicated and branching code between the shuffles, chains after a barrier, whole and
+partial warps (the regions one by one), 2-D blocks and live ranges that are not whole warps, each against a numpy
+model with fresh random inputs, and against the same kernel with the chains turned off and the general scheduler."""
+
+import numpy as np
+import pytest
+
+import ptx
+from ptx.codegen.cpu import regions, warp_chain
+
+HEAD = ".version 8.0\n.target sm_86\n.address_size 64\n"
+POISON = 0xDEADBEEF
+
+# t = linear thread id, g = global index, %r11 = in[g]; the steps leave their result in %r11, each shuffle's
+# predicate is or-ed into %r31 (bit i for step i); out[g] = %r11, out2[g] = %r31
+TEMPLATE = """
+.visible .entry k(.param .u64 pin, .param .u64 pout, .param .u64 pout2, .param .u32 plive)
+{{
+.reg .pred %p<16>;
+.reg .b32 %r<64>;
+.reg .b64 %rd<16>;
+.shared .align 4 .b32 sm[1024];
+ld.param.u64 %rd1, [pin]; ld.param.u64 %rd2, [pout]; ld.param.u64 %rd3, [pout2];
+ld.param.u32 %r22, [plive];
+mov.u32 %r1, %tid.x; mov.u32 %r2, %tid.y; mov.u32 %r3, %tid.z;
+mov.u32 %r4, %ntid.x; mov.u32 %r5, %ntid.y; mov.u32 %r6, %ntid.z;
+mad.lo.u32 %r40, %r3, %r5, %r2;
+mad.lo.u32 %r7, %r40, %r4, %r1;
+mul.lo.u32 %r41, %r4, %r5;
+mul.lo.u32 %r8, %r41, %r6;
+mov.u32 %r9, %ctaid.x;
+mad.lo.u32 %r10, %r9, %r8, %r7;
+mul.wide.u32 %rd4, %r10, 4;
+add.s64 %rd5, %rd1, %rd4;
+add.s64 %rd6, %rd2, %rd4;
+add.s64 %rd7, %rd3, %rd4;
+ld.global.u32 %r11, [%rd5];
+mov.u32 %r31, 0;
+{prologue}
+{steps}
+{epilogue}
+st.global.u32 [%rd6], %r11;
+st.global.u32 [%rd7], %r31;
+ret;
+}}
+"""
+# before the steps: nothing; threads t >= live exit (a live range); a barrier the steps start after (the value
+# goes through shared memory, reversed within the block)
+PROLOGUES = {
+    "start": "",
+    "prefix": "setp.ge.u32 %p15, %r7, %r22;\n@%p15 ret;",
+    "barrier": ("shl.b32 %r42, %r7, 2;\nmov.u32 %r43, sm;\nadd.s32 %r44, %r43, %r42;\nst.shared.u32 [%r44], %r11;\n"
+                "bar.sync 0;\nsub.s32 %r45, %r8, %r7;\nsub.s32 %r45, %r45, 1;\nshl.b32 %r46, %r45, 2;\n"
+                "add.s32 %r47, %r43, %r46;\nld.shared.u32 %r11, [%r47];"),
+}
+# after them: nothing (the chain ends at the exit); a barrier, then each thread adds its neighbour's result (in
+# the second half of the shared array: the first may still be read by the prologue's loads of other warps)
+EPILOGUES = {
+    "exit": "",
+    "barrier": ("shl.b32 %r48, %r7, 2;\nmov.u32 %r55, sm;\nadd.s32 %r49, %r55, 2048;\nadd.s32 %r50, %r49, %r48;\nst.shared.u32 [%r50], %r11;\n"
+                "bar.sync 0;\nadd.s32 %r51, %r7, 1;\nrem.u32 %r51, %r51, %r8;\nshl.b32 %r52, %r51, 2;\n"
+                "add.s32 %r53, %r49, %r52;\nld.shared.u32 %r54, [%r53];\nadd.s32 %r11, %r11, %r54;"),
+}
+MODES = ["up", "down", "bfly", "idx"]
+
+
+def step_text(i, mode, b, c, between):
+    """One step: the shuffle of %r11 (b and c as immediates or through registers set once), then code using the
+    result: `add` (plain), `pred` (a predicated instruction), `branch` (an if/else on the lane's value)."""
+    bop, cop = (f"{b}", f"{c}") if i % 2 else (f"%r{56 + i}", f"{c}")
+    pre = f"mov.u32 %r{56 + i}, {b};\n" if i % 2 == 0 else ""
+    out = (f"{pre}shfl.sync.{mode}.b32 %r12|%p{i}, %r11, {bop}, {cop}, -1;\n"
+           f"selp.u32 %r13, {1 << i}, 0, %p{i};\nor.b32 %r31, %r31, %r13;\n")
+    if between == "add":
+        out += "add.s32 %r11, %r11, %r12;\n"
+    elif between == "pred":
+        out += f"and.b32 %r14, %r12, 1;\nsetp.eq.u32 %p{8 + i}, %r14, 0;\n@%p{8 + i} add.s32 %r11, %r11, %r12;\n" \
+               f"@!%p{8 + i} xor.b32 %r11, %r11, %r12;\n"
+    else:
+        out += (f"and.b32 %r14, %r12, 2;\nsetp.eq.u32 %p{8 + i}, %r14, 0;\n@%p{8 + i} bra $Lodd{i};\n"
+                f"mul.lo.u32 %r11, %r11, 3;\nadd.s32 %r11, %r11, %r12;\nbra.uni $Ljoin{i};\n"
+                f"$Lodd{i}:\nsub.s32 %r11, %r11, %r12;\n$Ljoin{i}:\n")
+    return out
+
+
+def source(steps, prologue, epilogue, between):
+    body = "".join(step_text(i, m, b, c, between) for i, (m, b, c) in enumerate(steps))
+    return HEAD + TEMPLATE.format(prologue=PROLOGUES[prologue], steps=body, epilogue=EPILOGUES[epilogue])
+
+
+def shfl_lanes(mode, b, c, n_lanes):
+    """Each lane's source lane and predicate (shfl for a warp of n_lanes live lanes)."""
+    src, pred = np.arange(32), np.zeros(32, bool)
+    for lane in range(32):
+        j, ok = warp_chain.shfl_source(mode, lane, b, c)
+        pred[lane] = ok
+        src[lane] = j if j < n_lanes else lane
+    return src, pred
+
+
+def model(x, n, live, steps, prologue, epilogue, between):
+    """One block: the outputs of each thread (POISON for those that exited)."""
+    v = x.astype(np.uint64)
+    alive = np.arange(n) < (live if prologue == "prefix" else n)
+    if prologue == "barrier":
+        v = v[::-1].copy()
+    preds = np.zeros(n, np.uint64)
+    m32 = np.uint64(0xFFFFFFFF)
+    for i, (mode, b, c) in enumerate(steps):
+        got = v.copy()
+        for w in range(0, n, 32):
+            lanes = min(32, int(alive[w:w + 32].sum()))
+            src, pred = shfl_lanes(mode, b, c, lanes)
+            for lane in range(lanes):
+                got[w + lane] = v[w + src[lane]]
+                preds[w + lane] |= np.uint64(int(pred[lane]) << i)
+        if between == "add":
+            v = (v + got) & m32
+        elif between == "pred":
+            v = np.where(got & 1 == 0, (v + got) & m32, v ^ got)
+        else:
+            v = np.where(got & 2 == 0, (v - got) & m32, (v * 3 + got) & m32)
+    if epilogue == "barrier":
+        v = (v + np.roll(v, -1)) & m32
+    out = np.where(alive, v, POISON).astype(np.uint32)
+    out2 = np.where(alive, preds, POISON).astype(np.uint32)
+    return out, out2
+
+
+def compile_variants(src):
+    """(chains, chains off, general scheduler) modules of one source."""
+    m = ptx.compile(src)
+    warp_chain.ENABLED = False
+    try:
+        off = ptx.compile(src + "\n// no warp chains\n")
+    finally:
+        warp_chain.ENABLED = True
+    saved = regions.MAX_REGIONS
+    regions.MAX_REGIONS = 0
+    try:
+        general = ptx.compile(src + "\n// general scheduler\n")
+    finally:
+        regions.MAX_REGIONS = saved
+    assert '@"wc' not in off.ir and '@"r0.k"' not in general.ir
+    return m, off, general
+
+
+def run_check(src, steps, prologue, epilogue, between, block, live=0, nb=3):
+    m, off, general = compile_variants(src)
+    assert '@"wc' in m.ir, "no warp chain"
+    rng = np.random.default_rng()
+    n = int(np.prod(block))
+    x = rng.integers(0, 2**32, nb * n, dtype=np.uint64).astype(np.uint32)
+    want = [model(x[i * n:(i + 1) * n], n, live, steps, prologue, epilogue, between) for i in range(nb)]
+    want_out = np.concatenate([w[0] for w in want])
+    want_out2 = np.concatenate([w[1] for w in want])
+    for which, mod in (("chains", m), ("chains off", off), ("general scheduler", general)):
+        out = np.full(nb * n, POISON, np.uint32)
+        out2 = np.full(nb * n, POISON, np.uint32)
+        mod.kernel("k").launch(nb, block, [x, out, out2, live])
+        bad = np.nonzero((out != want_out) | (out2 != want_out2))[0]
+        assert bad.size == 0, (f"{which}: {bad.size} of {out.size} wrong, first at {bad[0]}: got {out[bad[0]]:#x}/"
+                               f"{out2[bad[0]]:#x}, want {want_out[bad[0]]:#x}/{want_out2[bad[0]]:#x} ({steps})")
+    return m
+
+
+def random_steps(rng, count, modes=MODES):
+    out = []
+    for _ in range(count):
+        mode = str(rng.choice(modes))
+        b = int(rng.integers(0, 32))
+        # a clamp, sometimes with a segment mask (sub-warps)
+        seg = int(rng.choice([0, 0, 0x10, 0x18, 0x1c]))
+        c = (seg << 8) | (int(rng.integers(0, 32)) if mode != "up" else int(rng.integers(0, 8)))
+        if seg == 0 and rng.random() < 0.5:
+            c = 0 if mode == "up" else 0x1f
+        out.append((mode, b, c))
+    return out
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("between", ["add", "pred", "branch"])
+def test_modes_and_code_between(mode, between):
+    rng = np.random.default_rng()
+    steps = random_steps(rng, 4, [mode])
+    run_check(source(steps, "start", "exit", between), steps, "start", "exit", between, (64, 1, 1))
+
+
+def test_reduction_down_and_butterfly():
+    for steps in ([("down", o, 0x1f) for o in (16, 8, 4, 2, 1)], [("bfly", o, 0x1f) for o in (1, 2, 4, 8, 16)]):
+        run_check(source(steps, "start", "exit", "add"), steps, "start", "exit", "add", (128, 1, 1))
+
+
+@pytest.mark.parametrize("prologue,epilogue", [("start", "barrier"), ("barrier", "exit"), ("barrier", "barrier")])
+def test_barriers_around(prologue, epilogue):
+    rng = np.random.default_rng()
+    steps = random_steps(rng, 3)
+    run_check(source(steps, prologue, epilogue, "add"), steps, prologue, epilogue, "add", (96, 1, 1))
+
+
+@pytest.mark.parametrize("block", [(32, 1, 1), (256, 1, 1), (64, 2, 1), (32, 2, 2),
+                                   (48, 1, 1), (16, 4, 1), (100, 1, 1), (8, 8, 2)])
+def test_blocks(block):
+    """Whole warps in rows of whole warps take the chain; the rest the regions one by one (same answers)."""
+    rng = np.random.default_rng()
+    steps = random_steps(rng, 3)
+    run_check(source(steps, "start", "barrier", "add"), steps, "start", "barrier", "add", block)
+
+
+@pytest.mark.parametrize("live", [64, 96, 40, 1, 0])
+def test_live_ranges(live):
+    """Threads t >= live exit first: a range of whole warps takes the chain, others the regions one by one."""
+    rng = np.random.default_rng()
+    steps = random_steps(rng, 3)
+    run_check(source(steps, "prefix", "exit", "add"), steps, "prefix", "exit", "add", (128, 1, 1), live=live)
+
+
+def test_chain_shapes():
+    """What makes a chain: constant operands and a full mask, no loop; each left out, no chain (through it)."""
+    from ptx import parse
+    from ptx.codegen.cpu import module as cpu_module
+    steps = [("down", 16, 0x1f), ("down", 8, 0x1f)]
+    base = source(steps, "start", "exit", "add")
+    assert '@"wc0.k"' in cpu_module.build_host_ir(parse(base)).text
+    variants = {
+        "register distance": base.replace("shfl.sync.down.b32 %r12|%p1, %r11, 8,", "shfl.sync.down.b32 %r12|%p1, %r11, %r22,"),
+        "partial mask": base.replace("8, 31, -1;", "8, 31, 65535;"),
+        "a loop": base.replace("ld.global.u32 %r11, [%rd5];", "ld.global.u32 %r11, [%rd5];\n$Lloop:\n"
+                               "add.s32 %r11, %r11, 1;\nsetp.lt.u32 %p14, %r11, 5;\n@%p14 bra $Lloop;"),
+    }
+    for what, src in variants.items():
+        assert src != base, what
+        text = cpu_module.build_host_ir(parse(src)).text
+        # (after the loop, the first shuffle starts a chain of its own)
+        assert ('@"wc0.k"' if what == "a loop" else '@"wc') not in text, what
+    assert '@"wc1.k"' in text
+
+
+def test_bench_reduce_shfl_chain():
+    """scripts/bench_kernels/reduce_shfl.ptx: its five shuffles before the barrier are one chain; the warp after the
+    barrier (the others exited) runs over its 32 threads only."""
+    from pathlib import Path
+    src = (Path(__file__).resolve().parents[2] / "scripts/bench_kernels/reduce_shfl.ptx").read_text()
+    m = ptx.compile(src)
+    assert '@"wc0.reduce_shfl"' in m.ir
+    rng = np.random.default_rng()
+    nb = 33
+    x = rng.standard_normal(nb * 256).astype(np.float32)
+    out = np.full(nb, np.nan, np.float32)
+    m.kernel("reduce_shfl").launch(nb, 256, [x, out])
+    v = x.reshape(nb, 256).astype(np.float32)
+    lane = np.arange(256) % 32
+    for o in (16, 8, 4, 2, 1):
+        v = v + v[:, np.where(lane + o <= 31, np.arange(256) + o, np.arange(256))]
+    w = np.zeros((nb, 32), np.float32)
+    w[:, :8] = v[:, ::32]
+    for o in (4, 2, 1):
+        w = w + w[:, np.where(np.arange(32) + o <= 31, np.arange(32) + o, np.arange(32))]
+    assert np.array_equal(out.view(np.uint32), w[:, 0].view(np.uint32))
+    assert m._fallback.entries is None
