@@ -63,7 +63,10 @@ static void *block_get(uint64_t bytes)
 {
     if (bytes >= MAP_BYTES) {
         void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        return p == MAP_FAILED ? NULL : p;
+        if (p == MAP_FAILED)
+            return NULL;
+        madvise(p, bytes, MADV_HUGEPAGE);
+        return p;
     }
     void *p = NULL;
     return posix_memalign(&p, ALIGNMENT, bytes) == 0 ? p : NULL;
