@@ -260,3 +260,74 @@ def test_bench_reduce_shfl_chain():
         w = w + w[:, np.where(np.arange(32) + o <= 31, np.arange(32) + o, np.arange(32))]
     assert np.array_equal(out.view(np.uint32), w[:, 0].view(np.uint32))
     assert m._fallback.entries is None
+
+
+COLLECTIVES = """
+shfl.sync.bfly.b32 %r12, %r11, 16, 31, -1;
+add.s32 %r11, %r11, %r12;
+and.b32 %r13, %r11, 1;
+setp.ne.u32 %p1, %r13, 0;
+vote.sync.ballot.b32 %r14, %p1, -1;
+redux.sync.{rop}.{rty} %r15, %r11, -1;
+xor.b32 %r11, %r11, %r15;
+and.b32 %r16, %r11, {bit};
+setp.ne.u32 %p2, %r16, 0;
+vote.sync.{vmode}.pred %p3, {neg}%p2, -1;
+activemask.b32 %r17;
+selp.u32 %r18, 1, 0, %p3;
+xor.b32 %r19, %r14, %r17;
+shl.b32 %r20, %r19, 1;
+or.b32 %r31, %r20, %r18;
+"""
+
+
+def collectives_model(x, vmode, neg, rop, rty, bit):
+    """One block (whole warps): the outputs of COLLECTIVES."""
+    n = x.size
+    v = x.astype(np.int64)
+    out, out2 = np.zeros(n, np.uint32), np.zeros(n, np.uint32)
+    for w in range(0, n, 32):
+        a = v[w:w + 32]
+        a = (a + a[np.arange(32) ^ 16]) & 0xFFFFFFFF
+        ballot = int(sum(int(a[l] & 1) << l for l in range(32)))
+        vals = a if rty in ("u32", "b32") else np.where(a >= 1 << 31, a - (1 << 32), a)
+        r = {"add": lambda: int(vals.sum()), "min": lambda: int(vals.min()), "max": lambda: int(vals.max()),
+             "and": lambda: int(np.bitwise_and.reduce(vals)), "or": lambda: int(np.bitwise_or.reduce(vals)),
+             "xor": lambda: int(np.bitwise_xor.reduce(vals))}[rop]() & 0xFFFFFFFF
+        a = a ^ r
+        p = (a & bit) != 0
+        if neg:
+            p = ~p
+        q = {"any": p.any(), "all": p.all(), "uni": p.all() or not p.any()}[vmode]
+        out[w:w + 32] = a
+        out2[w:w + 32] = (((ballot ^ 0xFFFFFFFF) << 1) | int(q)) & 0xFFFFFFFF
+    return out, out2
+
+
+@pytest.mark.parametrize("vmode,neg", [("any", ""), ("all", "!"), ("uni", ""), ("all", "")])
+@pytest.mark.parametrize("rop,rty", [("add", "s32"), ("min", "s32"), ("max", "u32"), ("xor", "b32"),
+                                     ("and", "b32"), ("or", "b32"), ("min", "u32"), ("max", "s32")])
+def test_votes_reduxes_activemask(vmode, neg, rop, rty):
+    """vote (ballot, any, all, uni; a negated predicate), redux.sync and activemask inside a chain."""
+    rng = np.random.default_rng()
+    bit = 1 << int(rng.integers(0, 32))
+    # a bit most lanes share, sometimes: all/uni then see both answers
+    body = COLLECTIVES.format(rop=rop, rty=rty, vmode=vmode, neg=neg, bit=bit)
+    src = HEAD + TEMPLATE.format(prologue="", steps=body, epilogue="")
+    m, off, general = compile_variants(src)
+    assert '@"wc0.k"' in m.ir, "no warp chain"
+    block, nb = (128, 1, 1), 3
+    n = 128
+    x = rng.integers(0, 2**32, nb * n, dtype=np.uint64).astype(np.uint32)
+    if rng.random() < 0.5:
+        x[: n] &= np.uint32(~bit & 0xFFFFFFFF)      # a warp where the bit may be clear in every lane
+    want = [collectives_model(x[i * n:(i + 1) * n], vmode, neg, rop, rty, bit) for i in range(nb)]
+    want_out = np.concatenate([w[0] for w in want])
+    want_out2 = np.concatenate([w[1] for w in want])
+    for which, mod in (("chains", m), ("chains off", off), ("general scheduler", general)):
+        out = np.full(nb * n, POISON, np.uint32)
+        out2 = np.full(nb * n, POISON, np.uint32)
+        mod.kernel("k").launch(nb, block, [x, out, out2, 0])
+        bad = np.nonzero((out != want_out) | (out2 != want_out2))[0]
+        assert bad.size == 0, (f"{which}: {bad.size} of {out.size} wrong, first at {bad[0]}: got {out[bad[0]]:#x}/"
+                               f"{out2[bad[0]]:#x}, want {want_out[bad[0]]:#x}/{want_out2[bad[0]]:#x}")

@@ -1,7 +1,9 @@
-"""Warp chains: a run of regions joined by shuffles whose lanes are known when the kernel is compiled (constant
-distance, clamp and full mask), from the kernel's start or a barrier to the next barrier, run as one loop over the
-block's warps with each warp's 32 lanes written out, so a shuffle is a read of another lane's value in a register
-instead of a pass over the block through exchange slots (a warp reduction's five steps: one pass, not five)."""
+"""Warp chains: a run of regions joined by warp collectives whose lanes are known when the kernel is compiled
+(shuffles with constant distance and clamp, votes, integer reduxes and activemask, each with a full mask), from the
+kernel's start, a barrier or such a shuffle to the next barrier or the exit, run as one loop over the block's warps
+with each warp's 32 lanes written out: a shuffle is a read of another lane's value in a register, a vote or redux
+an expression over the lanes' registers, instead of a pass over the block through exchange slots (a warp
+reduction's five steps: one pass, not five)."""
 
 from __future__ import annotations
 
@@ -54,6 +56,33 @@ def lane_shfl(st, flat, remat):
     if mode is None or b is None or c is None or mask != 0xFFFFFFFF:
         return None
     return mode, b, c
+
+
+def lane_collective(st, flat, remat):
+    """A shuffle as lane_shfl, or a vote, an integer redux.sync or activemask with a full mask: ("shfl", mode, b, c),
+    ("vote", mode), ("redux", op, type), ("activemask",); else None. The warp's lanes are all live in a chain, so a
+    full mask is every lane's."""
+    from ptx.codegen.ops_warp import REDUX_OPS, VOTE_MODES
+    from ptx.codegen import ptxtypes as T
+    if st.opcode == "shfl":
+        got = lane_shfl(st, flat, remat)
+        return got and ("shfl",) + got
+    if st.guard:
+        return None
+    ops, sync = st.operands, "sync" in st.mods
+    if st.opcode == "vote":
+        mode = next((m for m in st.mods if m in VOTE_MODES), None)
+        mask = const_operand(FE.FH_MASK, ops[2] if sync and len(ops) > 2 else None, flat, remat)
+        return ("vote", mode) if mode and len(ops) >= 2 and mask == 0xFFFFFFFF else None
+    if st.opcode == "redux":
+        ts = T.types_in(st.mods)
+        op = next((m for m in st.mods if m in REDUX_OPS), None)
+        if not (op and ts and len(ops) >= 3 and not T.is_float(ts[-1]) and T.bits_of(ts[-1]) == 32):
+            return None
+        return ("redux", op, ts[-1]) if const_operand(FE.FH_MASK, ops[2], flat, remat) == 0xFFFFFFFF else None
+    if st.opcode == "activemask" and len(ops) == 1:
+        return ("activemask",)
+    return None
 
 
 def _plain_barrier(st):
@@ -110,7 +139,7 @@ def find_chains(flat, sync_sites, succ, remat):
             st = body[idx_of[nxt]]
             if _plain_barrier(st):
                 break
-            if lane_shfl(st, flat, remat) is None:
+            if lane_collective(st, flat, remat) is None:
                 segs = []
                 break
             k = nxt
@@ -154,6 +183,49 @@ def emit_chain_fn(func, flat, mctx, sync_em, chain, live, remat, consts):
         em.write(d, v, "b32")
         if p is not None:
             em.write(p, "true" if ok else "false", "pred")
+        written.update(defs_uses(st, em.is_register)[0])
+
+    def whole_warp(st, kind, k):
+        """vote, redux or activemask over the warp's 32 lanes, each lane's result written to its register."""
+        dst = em.normalize(st.operands[0])
+        if kind[0] == "activemask":
+            res, rty = "-1", "b32"
+        elif kind[0] == "vote":
+            src = em.normalize(st.operands[1])
+            ballot = "0"
+            for l in range(LANES):
+                lane(l, f"x{k}.l{l}.")
+                bit = f.op(f"zext i1 {em.read(src, 'pred')} to i32")
+                ballot = f.op(f"or i32 {ballot}, " + (f.op(f"shl i32 {bit}, {l}") if l else bit))
+            mode = kind[1]
+            rty = "b32" if mode == "ballot" else "pred"
+            if mode == "ballot":
+                res = ballot
+            elif mode == "any":
+                res = f.op(f"icmp ne i32 {ballot}, 0")
+            elif mode == "all":
+                res = f.op(f"icmp eq i32 {ballot}, -1")
+            else:
+                none, every = f.op(f"icmp eq i32 {ballot}, 0"), f.op(f"icmp eq i32 {ballot}, -1")
+                res = f.op(f"or i1 {none}, {every}")
+        else:
+            _, op, ty = kind
+            src = em.normalize(st.operands[1])
+            signed = ty.startswith("s")
+            fn = {"add": "add", "and": "and", "or": "or", "xor": "xor",
+                  "min": "smin" if signed else "umin", "max": "smax" if signed else "umax"}[op]
+            if fn in ("smin", "umin", "smax", "umax"):
+                mctx.declare(f"declare i32 @llvm.{fn}.i32(i32, i32)")
+            res = None
+            for l in range(LANES):
+                lane(l, f"x{k}.l{l}.")
+                v = em.read(src, ty)
+                res = v if res is None else f.op(f"{fn} i32 {res}, {v}" if fn in ("add", "and", "or", "xor")
+                                                 else f"call i32 @llvm.{fn}.i32(i32 {res}, i32 {v})")
+            rty = ty
+        for l in range(LANES):
+            lane(l, f"x{k}.l{l}.")
+            em.write(dst, res, rty)
         written.update(defs_uses(st, em.is_register)[0])
 
     em_x_read_off = getattr(sync_em, "x_read_off", None)
@@ -215,18 +287,22 @@ def emit_chain_fn(func, flat, mctx, sync_em, chain, live, remat, consts):
         if n_seg + 1 == len(segs):
             break
         st = body[end_idx]
-        # the shuffle: every lane reads its source lane's value, then every lane writes its own
-        mode, b, c = lane_shfl(st, flat, remat)
         em.cur_ins, em.cur_index = st, end_idx
-        src_op = em.normalize(st.operands[1])
-        got = []
-        for l in range(LANES):
-            j, ok = shfl_source(mode, l, b, c)
-            lane(j, f"x{k}.l{l}.")
-            got.append((em.read(src_op, "b32"), ok))
-        for l, (v, ok) in enumerate(got):
-            lane(l, f"x{k}.l{l}.")
-            shfl_write(st, v, ok)
+        kind = lane_collective(st, flat, remat)
+        if kind[0] == "shfl":
+            # every lane reads its source lane's value, then every lane writes its own
+            _, mode, b, c = kind
+            src_op = em.normalize(st.operands[1])
+            got = []
+            for l in range(LANES):
+                j, ok = shfl_source(mode, l, b, c)
+                lane(j, f"x{k}.l{l}.")
+                got.append((em.read(src_op, "b32"), ok))
+            for l, (v, ok) in enumerate(got):
+                lane(l, f"x{k}.l{l}.")
+                shfl_write(st, v, ok)
+        else:
+            whole_warp(st, kind, k)
     # the barrier that ends the chain: the registers live after it that the chain wrote, to their slots
     saved = [n for n in sync_em.regs if end and n in live[idx_of[end]] and n in written and n not in consts
              and em.is_register(n)]
