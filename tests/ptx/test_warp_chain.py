@@ -9,6 +9,7 @@ import pytest
 
 import ptx
 from ptx.codegen.cpu import regions, warp_chain
+from test_instr_warp import shfl_ref  # the ISA's pseudocode
 
 HEAD = ".version 8.0\n.target sm_86\n.address_size 64\n"
 POISON = 0xDEADBEEF
@@ -91,13 +92,11 @@ def source(steps, prologue, epilogue, between):
 
 
 def shfl_lanes(mode, b, c, n_lanes):
-    """Each lane's source lane and predicate (shfl for a warp of n_lanes live lanes)."""
-    src, pred = np.arange(32), np.zeros(32, bool)
-    for lane in range(32):
-        j, ok = warp_chain.shfl_source(mode, lane, b, c)
-        pred[lane] = ok
-        src[lane] = j if j < n_lanes else lane
-    return src, pred
+    """Each lane's source lane and predicate (shfl for a warp of n_lanes live lanes), from the ISA's pseudocode
+    (test_instr_warp's model, not the code under test)."""
+    src, pred = shfl_ref(mode, np.arange(32, dtype=np.uint32), np.full(32, b), np.full(32, c))
+    src = np.where(src < n_lanes, src, np.arange(32))
+    return src.astype(np.int64), pred.astype(bool)
 
 
 def model(x, n, live, steps, prologue, epilogue, between):
