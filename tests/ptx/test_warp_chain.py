@@ -267,6 +267,7 @@ add.s32 %r11, %r11, %r12;
 and.b32 %r13, %r11, 1;
 setp.ne.u32 %p1, %r13, 0;
 vote.sync.ballot.b32 %r14, %p1, -1;
+bar.warp.sync -1;
 redux.sync.{rop}.{rty} %r15, %r11, -1;
 xor.b32 %r11, %r11, %r15;
 and.b32 %r16, %r11, {bit};
@@ -307,7 +308,7 @@ def collectives_model(x, vmode, neg, rop, rty, bit):
 @pytest.mark.parametrize("rop,rty", [("add", "s32"), ("min", "s32"), ("max", "u32"), ("xor", "b32"),
                                      ("and", "b32"), ("or", "b32"), ("min", "u32"), ("max", "s32")])
 def test_votes_reduxes_activemask(vmode, neg, rop, rty):
-    """vote (ballot, any, all, uni; a negated predicate), redux.sync and activemask inside a chain."""
+    """vote (ballot, any, all, uni; a negated predicate), redux.sync, activemask and a warp barrier inside a chain."""
     rng = np.random.default_rng()
     bit = 1 << int(rng.integers(0, 32))
     # a bit most lanes share, sometimes: all/uni then see both answers
@@ -330,3 +331,82 @@ def test_votes_reduxes_activemask(vmode, neg, rop, rty):
         bad = np.nonzero((out != want_out) | (out2 != want_out2))[0]
         assert bad.size == 0, (f"{which}: {bad.size} of {out.size} wrong, first at {bad[0]}: got {out[bad[0]]:#x}/"
                                f"{out2[bad[0]]:#x}, want {want_out[bad[0]]:#x}/{want_out2[bad[0]]:#x}")
+
+
+# __syncwarp between a warp's lanes exchanging values through shared memory: every warp (no exit), warp 0 only (the
+# others exit after the block barrier), or each half-warp with its own mask (a register: no chain, the regions); each
+# lane ends with the sum of its warp's (half-warp's) values, by a butterfly
+WARPSYNC_STEP = """shl.b32 %r42, %r7, 2;
+mov.u32 %r43, sm;
+add.s32 %r44, %r43, %r42;
+st.shared.u32 [%r44], %r11;
+bar.warp.sync {mask};
+xor.b32 %r45, %r7, {o};
+shl.b32 %r46, %r45, 2;
+add.s32 %r47, %r43, %r46;
+ld.shared.u32 %r48, [%r47];
+add.s32 %r11, %r11, %r48;
+bar.warp.sync {mask};
+"""
+WARPSYNC_KINDS = {
+    "all warps": ("bar.sync 0;", [16, 8, 4, 2, 1], "-1"),
+    "warp 0": ("bar.sync 0;\nsetp.ge.u32 %p15, %r7, 32;\n@%p15 ret;", [16, 8, 4, 2, 1], "-1"),
+    "half masks": ("and.b32 %r49, %r7, 16;\nsetp.eq.u32 %p14, %r49, 0;\nselp.b32 %r50, 65535, -65536, %p14;",
+                   [8, 4, 2, 1], "%r50"),
+}
+
+
+@pytest.mark.parametrize("kind", list(WARPSYNC_KINDS))
+@pytest.mark.parametrize("block", [(64, 1, 1), (256, 1, 1), (32, 2, 1), (48, 1, 1)])
+def test_syncwarp(kind, block):
+    from ptx.codegen.cpu import module as cpu_module
+    pre, offsets, mask = WARPSYNC_KINDS[kind]
+    steps = "".join(WARPSYNC_STEP.format(mask=mask, o=o) for o in offsets)
+    src = HEAD + TEMPLATE.format(prologue=pre, steps=steps, epilogue="")
+    m, off, general = compile_variants(src)
+    assert cpu_module.build_host_ir(ptx.parse(src)).kernels["k"].warp_regions, "bar.warp.sync: not region loops"
+    assert '@"wc' not in m.ir, "a chain of warp barriers alone"
+    rng = np.random.default_rng()
+    n, nb = int(np.prod(block)), 3
+    if n % 32 and kind != "warp 0":
+        pytest.skip("a partial warp's lanes would read shared words no lane wrote")
+    x = rng.integers(0, 2**32, nb * n, dtype=np.uint64).astype(np.uint32)
+    want = np.full(nb * n, POISON, np.uint32)
+    group = 16 if kind == "half masks" else 32
+    for blk in range(nb):
+        for g0 in range(0, n, group):
+            if kind == "warp 0" and g0 >= 32:
+                break
+            ids = np.arange(blk * n + g0, blk * n + min(g0 + group, n))
+            want[ids] = np.uint32(int(x[ids].astype(np.uint64).sum()) & 0xFFFFFFFF)
+    for which, mod in (("chains", m), ("chains off", off), ("general scheduler", general)):
+        out = np.full(nb * n, POISON, np.uint32)
+        out2 = np.full(nb * n, POISON, np.uint32)
+        mod.kernel("k").launch(nb, block, [x, out, out2, 0])
+        bad = np.nonzero(out != want)[0]
+        assert bad.size == 0, f"{which}: {bad.size} of {out.size} wrong, first at {bad[0]}: got {out[bad[0]]:#x}, " \
+                              f"want {want[bad[0]]:#x}"
+    # (half masks: both halves wait at the same instruction, so the regions run every thread to it: a stronger wait
+    # than each half's, and as good)
+    assert m._fallback.entries is None
+
+
+def test_syncwarp_divergent_halves_fall_back():
+    """Each half-warp waits at a bar.warp.sync of its own (two sites): the regions disagree, and the general
+    scheduler finishes the block from the warp barriers it took over."""
+    half = lambda mask: "".join(WARPSYNC_STEP.format(mask=mask, o=o) for o in (8, 4, 2, 1))
+    steps = ("and.b32 %r49, %r7, 16;\nsetp.eq.u32 %p14, %r49, 0;\n@%p14 bra $LA;\n" + half("-65536") +
+             "bra.uni $LEND;\n$LA:\n" + half("65535") + "$LEND:\n")
+    src = HEAD + TEMPLATE.format(prologue="", steps=steps, epilogue="")
+    m, off, general = compile_variants(src)
+    rng = np.random.default_rng()
+    n, nb = 128, 3
+    x = rng.integers(0, 2**32, nb * n, dtype=np.uint64).astype(np.uint32)
+    want = np.repeat(x.astype(np.uint64).reshape(-1, 16).sum(axis=1) & 0xFFFFFFFF, 16).astype(np.uint32)
+    for which, mod in (("regions", m), ("general scheduler", general)):
+        out = np.full(nb * n, POISON, np.uint32)
+        out2 = np.full(nb * n, POISON, np.uint32)
+        mod.kernel("k").launch(nb, (n, 1, 1), [x, out, out2, 0])
+        bad = np.nonzero(out != want)[0]
+        assert bad.size == 0, f"{which}: {bad.size} of {out.size} wrong, first at {bad[0]}"
+    assert m._fallback.entries is not None, "the regions should have fallen back"

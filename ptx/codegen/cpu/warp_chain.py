@@ -14,7 +14,7 @@ from ptx.codegen.cpu.block_abi import store_undef_regs
 from ptx.codegen.cpu.regions import region_exits, region_reach
 from ptx.codegen.cpu.slot_scopes import SlotScopes
 from ptx.codegen.cpu.uniform import remat_chain
-from ptx.codegen.cpu.warp_collectives import const_operand
+from ptx.codegen.cpu.warp_collectives import const_operand, warp_barrier
 from ptx.codegen.module_context import assemble
 from ptx.passes.liveness import defs_uses
 from ptx.passes.sync_points import sync_kind
@@ -82,6 +82,8 @@ def lane_collective(st, flat, remat):
         return ("redux", op, ts[-1]) if const_operand(FE.FH_MASK, ops[2], flat, remat) == 0xFFFFFFFF else None
     if st.opcode == "activemask" and len(ops) == 1:
         return ("activemask",)
+    if warp_barrier(st) and const_operand(FE.FH_MASK, ops[0], flat, remat) == 0xFFFFFFFF:
+        return ("warpsync",)    # the lanes run each segment in turn: every one has arrived
     return None
 
 
@@ -118,7 +120,8 @@ def find_chains(flat, sync_sites, succ, remat):
 
     chains, inside = [], set()
     starts = [0] + [k for k, *_, idx in sync_sites
-                    if _plain_barrier(body[idx]) or lane_shfl(body[idx], flat, remat) is not None]
+                    if _plain_barrier(body[idx]) or (lane_collective(body[idx], flat, remat) or ("",))[0]
+                    in ("shfl", "warpsync")]
     for a in starts:
         if a in inside:
             continue            # a chain before runs through it
@@ -143,7 +146,9 @@ def find_chains(flat, sync_sites, succ, remat):
                 segs = []
                 break
             k = nxt
-        if len(segs) > 1:
+        # (warp barriers alone gain nothing: their lanes trade through shared memory either way, and a region's
+        # loop over the threads vectorises where 32 lanes' scalar copies may not)
+        if len(segs) > 1 and any(lane_collective(body[idx_of[k]], flat, remat)[0] != "warpsync" for k, _ in segs[1:]):
             chains.append((a, segs, nxt))
             inside |= {k for k, _ in segs[1:]}
     return chains
@@ -188,6 +193,8 @@ def emit_chain_fn(func, flat, mctx, sync_em, chain, live, remat, consts):
     def whole_warp(st, kind, k):
         """vote, redux or activemask over the warp's 32 lanes, each lane's result written to its register."""
         dst = em.normalize(st.operands[0])
+        if kind[0] == "warpsync":
+            return
         if kind[0] == "activemask":
             res, rty = "-1", "b32"
         elif kind[0] == "vote":

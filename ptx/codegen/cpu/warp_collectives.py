@@ -27,7 +27,16 @@ def warp_region_op(st):
         return len(st.operands) >= 3 and T.bits_of(ts[-1] if ts else "b32") in (32, 64)
     if st.opcode == "activemask":
         return len(st.operands) >= 1
+    if warp_barrier(st):
+        return True
     return False
+
+
+def warp_barrier(st):
+    """bar.warp.sync (__syncwarp): a split point with no inputs but its mask and no result. A region runs every
+    live thread to it before any goes on, which is all a warp barrier asks; where the block's threads do not all
+    reach it, they disagree and the general scheduler waits per warp."""
+    return st.opcode in ("bar", "barrier") and "warp" in st.mods and len(st.operands) == 1
 
 
 # Exchange slots of a warp collective in the SoA area: the frame header's offsets, one element per
@@ -47,7 +56,7 @@ def wide_match(st):
 
 def kind_mode(st):
     """(kind, mode) of a collective as ops_warp's setup leaves them in the frame header."""
-    from ptx.codegen.ops_warp import (K_ACTIVEMASK, K_MATCH, K_REDUX, K_SHFL, K_VOTE, REDUX_OPS,
+    from ptx.codegen.ops_warp import (K_ACTIVEMASK, K_MATCH, K_REDUX, K_SHFL, K_VOTE, K_WARPSYNC, REDUX_OPS,
                                       SHFL_MODES, VOTE_MODES)
     if st.opcode == "shfl":
         return K_SHFL, next(SHFL_MODES[m] for m in st.mods if m in SHFL_MODES)
@@ -58,6 +67,8 @@ def kind_mode(st):
         return K_REDUX, next(REDUX_OPS[m] for m in st.mods if m in REDUX_OPS) | (256 if T.is_signed(ts[-1]) else 0)
     if st.opcode == "match":
         return K_MATCH, (1 if "all" in st.mods else 0) | (256 if wide_match(st) else 0)
+    if warp_barrier(st):
+        return K_WARPSYNC, 0
     return K_ACTIVEMASK, 0
 
 
@@ -73,6 +84,8 @@ def warp_inputs(st):
         return {X_A: ops[1], FE.FH_MASK: ops[2]}
     if st.opcode == "activemask":
         return {FE.FH_MASK: None}
+    if warp_barrier(st):
+        return {FE.FH_MASK: ops[0]}
     return {FE.FH_PRED_IN: ops[1], FE.FH_MASK: ops[2] if sync and len(ops) > 2 else None}
 
 
@@ -120,6 +133,8 @@ def warp_result(em, st, remat, hslot, mctx):
     from ptx.codegen.ops_warp import SHFL_MODES, VOTE_MODES
     f = em.f
     ops = st.operands
+    if warp_barrier(st):
+        return                  # nothing to compute: every live thread got here
     lane = f.op("and i32 %lin, 31")
     wb = f.op("sub i32 %lin, " + lane)
     if st.opcode == "shfl":
