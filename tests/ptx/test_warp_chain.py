@@ -410,3 +410,40 @@ def test_syncwarp_divergent_halves_fall_back():
         bad = np.nonzero(out != want)[0]
         assert bad.size == 0, f"{which}: {bad.size} of {out.size} wrong, first at {bad[0]}"
     assert m._fallback.entries is not None, "the regions should have fallen back"
+
+
+def test_softmax_more_sites_than_regions():
+    """nvcc's row softmax (tests/data/softmax_rows.ptx): 23 shuffles and barriers, past the 16 regions a kernel may
+    have, runs as region loops because its chains hold most of them (the last ends at a shuffle followed by a loop);
+    the regions inside the chains, compiled without optimisation, give the same answers where a block takes them."""
+    from pathlib import Path
+    src = (Path(__file__).resolve().parents[1] / "data" / "softmax_rows.ptx").read_text()
+    assert src.count("shfl.sync") + src.count("bar.sync") > regions.MAX_REGIONS
+    m = ptx.compile(src)
+    assert '@"r0.softmax_rows"' in m.ir and m.ir.count('define internal i32 @"wc') == 4
+    saved = regions.MAX_REGIONS
+    regions.MAX_REGIONS = 0
+    try:
+        general = ptx.compile(src + "\n// general scheduler\n")
+    finally:
+        regions.MAX_REGIONS = saved
+    warp_chain.PLAIN_ONLY = True
+    try:
+        plain = ptx.compile(src + "\n// regions one by one\n")
+    finally:
+        warp_chain.PLAIN_ONLY = False
+    assert "optnone" in plain.ir
+    rng = np.random.default_rng()
+    for rows, n, block in ((5, 1000, 256), (3, 77, 64), (4, 4096, 128)):
+        x = (rng.standard_normal(rows * n) * 4).astype(np.float32)
+        e = np.exp(x.reshape(rows, n).astype(np.float64) - x.reshape(rows, n).max(axis=1, keepdims=True))
+        want = (e / e.sum(axis=1, keepdims=True)).ravel()
+        outs = {}
+        for which, mod in (("chains", m), ("general scheduler", general), ("regions one by one", plain)):
+            y = np.full(rows * n, np.nan, np.float32)
+            mod.kernel("softmax_rows").launch(rows, block, [x, y, np.int32(n)])
+            assert np.allclose(y, want, rtol=2e-5, atol=1e-7), f"{which}: {np.max(np.abs(y - want))}"
+            outs[which] = y
+        assert np.array_equal(outs["chains"].view(np.uint32), outs["general scheduler"].view(np.uint32))
+        assert np.array_equal(outs["regions one by one"].view(np.uint32), outs["chains"].view(np.uint32))
+    assert m._fallback.entries is None

@@ -11,6 +11,7 @@ from ptx.codegen.cpu.lockstep import checked_site, lowest_waiting, soft_dispatch
 from ptx.codegen.cpu import affine, warp_chain
 from ptx.codegen.cpu.block_abi import BLOCK_COORDS, BLOCK_FN_ENTRY, BLOCK_NEXT
 from ptx.codegen.cpu.region_loops import emit_region_fn
+from ptx.codegen.cpu import regions
 from ptx.codegen.cpu.regions import region_reach, region_ready, successors
 from ptx.codegen.cpu.uniform import constant_registers, rematerializable
 from ptx.codegen.cpu.warp_collectives import (BALLOT_FN, X_BALLOT, const_operand, exchange_helper,
@@ -33,8 +34,20 @@ def emit_region_kernel(func, flat, mctx, sym, fb, sync_em, warp=False, soft=Fals
     barrier, the general warp scheduler (warp_scheduler.c) finishes the block from where they are.
     soft: some sites are cpu/lockstep.py's yields at loop headers, which the threads need not agree on: where they
     disagree, the block runs a yield some of them wait at, for those threads only (cpu/lockstep.soft_dispatch)."""
-    if not region_ready(func, flat, sync_em, warp):
+    succ = successors(flat.body)
+    remat = rematerializable(flat.body, sync_em.is_register)
+    # shuffle chains (cpu/warp_chain.py): one function for the regions from a start, a barrier or a shuffle to the
+    # next barrier or the exit, called instead of the first region (which it calls itself where the block's threads
+    # are not whole warps); the sites inside them do not count towards the limit on regions
+    found = (warp_chain.find_chains(flat, sync_em.sync_sites, succ, remat)
+             if warp and not soft and warp_chain.ENABLED else [])
+    mids = {k for _, segs, _ in found for k, _ in segs[1:]}
+    if not region_ready(func, flat, sync_em, warp, chained=len(mids)):
         return None
+    # past the limit, a chain's own regions are compiled without optimisation (only blocks that are not whole
+    # warps run them)
+    many = len(sync_em.sync_sites) > regions.MAX_REGIONS
+    cold = {k for _, segs, _ in found for k, _ in segs} if many else set()
     if warp:
         # each shfl's shuffled values in a slot of its own after the frame (so the region after it
         # reads one slot and writes others); a shfl in a loop (its region may reach it again) is
@@ -50,8 +63,6 @@ def emit_region_kernel(func, flat, mctx, sym, fb, sync_em, warp=False, soft=Fals
     from ptx.passes.liveness import live_out_sets
     live = live_out_sets(flat.body, sync_em.is_register, flat.branch_targets,
                          indices=[site[4] for site in sync_em.sync_sites])
-    succ = successors(flat.body)
-    remat = rematerializable(flat.body, sync_em.is_register)
     region_fns = []
     consts = constant_registers(flat, remat, sync_em.regs)
     yields = {site[0] for site in sync_em.sync_sites if "yield" in flat.body[site[4]].mods}
@@ -93,19 +104,18 @@ def emit_region_kernel(func, flat, mctx, sym, fb, sync_em, warp=False, soft=Fals
                                    uni)
             if text is None:
                 return None
+            if k in cold:
+                text = text.replace(") noinline {", ") noinline optnone {", 1)
             region_fns.append(text)
     reg_off = sync_em.reg_off
-    # shuffle chains: one function for the regions from a start or a barrier to the next barrier, called instead of
-    # the first (which it calls itself where the block's threads are not whole warps)
     chains = []
-    if warp and not soft and warp_chain.ENABLED:
-        for chain in warp_chain.find_chains(flat, sync_em.sync_sites, succ, remat):
-            if chain[0] in uniform:
-                continue
-            text = warp_chain.emit_chain_fn(func, flat, mctx, sync_em, chain, live, remat, consts)
-            if text is not None:
-                region_fns.append(text)
-                chains.append(chain[0])
+    for chain in found:
+        if chain[0] in uniform:
+            continue
+        text = warp_chain.emit_chain_fn(func, flat, mctx, sync_em, chain, live, remat, consts)
+        if text is not None:
+            region_fns.append(text)
+            chains.append(chain[0])
 
     # SoA slots -> the resumable threads' frames (resume point, done flag, registers)
     copies = []

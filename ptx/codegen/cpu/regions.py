@@ -9,15 +9,20 @@ from ptx.codegen.cpu.warp_collectives import warp_region_op
 
 
 MAX_REGIONS = 16
+# with warp chains (cpu/warp_chain.py): the sites inside a chain do not count towards MAX_REGIONS (their regions
+# serve only blocks that are not whole warps, and are compiled without optimisation then), up to this many in all
+MAX_CHAINED_SITES = 64
 
 
-def region_ready(func, flat, sync_em, warp=False):
+def region_ready(func, flat, sync_em, warp=False, chained=0):
     """Block barriers only, each a plain `bar.sync <imm>` (every thread of the block waits), and with
     `warp` the warp collectives warp_region_op takes too (shfl, vote, redux, match, activemask); no
-    frame-resident .local/.param variables and few enough regions to inline each one."""
+    frame-resident .local/.param variables and few enough regions to inline each one (`chained`: the sites inside
+    warp chains, which do not count)."""
     if any(d.space in ("local", "param") for d in flat.decls.values()):
         return False
-    if not sync_em.sync_sites or len(sync_em.sync_sites) > MAX_REGIONS:
+    n = len(sync_em.sync_sites)
+    if not n or not MAX_REGIONS or n - chained > MAX_REGIONS or n > MAX_CHAINED_SITES:
         return False
     for st in flat.body:
         if isinstance(st, A.Instruction) and sync_kind(st) == "warp":

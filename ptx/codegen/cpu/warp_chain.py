@@ -21,6 +21,7 @@ from ptx.passes.sync_points import sync_kind
 
 LANES = 32
 ENABLED = True          # tests compare against the regions one by one
+PLAIN_ONLY = False      # tests: the chain functions take the regions one by one even for whole warps
 # the statements of one chain, before each is written out 32 times (LLVM's time grows with the copies)
 MAX_CHAIN_STATEMENTS = 160
 
@@ -93,9 +94,10 @@ def _plain_barrier(st):
 
 
 def find_chains(flat, sync_sites, succ, remat):
-    """[(first site, [(site, statements it runs to its end), ...], end site or 0)]: chains from the kernel's start
-    or a barrier through one or more lane-known shuffles to a barrier or the exit, each region on the way free of
-    loops, with every path to the one next site (or, in the last, every path to a ret or exit)."""
+    """[(first site, [(site, statements it runs to its end), ...], end site or 0)]: chains from the kernel's start,
+    a barrier or a lane-known shuffle through one or more lane-known collectives to a barrier, the exit or a shuffle
+    the region after which cannot join, each region on the way free of loops, with every path to the one next site
+    (or, in the last, every path to a ret or exit)."""
     body = flat.body
     by_idx = {s[4]: s[0] for s in sync_sites}
     idx_of = {s[0]: s[4] for s in sync_sites}
@@ -128,14 +130,15 @@ def find_chains(flat, sync_sites, succ, remat):
         segs, k, size = [], a, 0
         while True:
             got = segment(k)
-            if got is None:
-                segs = []
+            if got is None or size + len(got[1]) > MAX_CHAIN_STATEMENTS:
+                # the region after this shuffle cannot join (a loop, an exit on some paths): the chain ends at the
+                # shuffle, its inputs left in the exchange slot for that region
+                if not (segs and body[idx_of[k]].opcode == "shfl"):
+                    segs = []
+                nxt = k
                 break
             nxt, reach = got
             size += len(reach)
-            if size > MAX_CHAIN_STATEMENTS:
-                segs = []
-                break
             segs.append((k, reach))
             if nxt == 0:
                 break
@@ -325,6 +328,17 @@ def emit_chain_fn(func, flat, mctx, sync_em, chain, live, remat, consts):
             v = f.op(f"load {ty}, ptr {ptr}")
             f.emit(f"store {ty} {v}, ptr {slot(name, ty, l)}")
             f.lines[-1] += scopes.mark(reg_off[name])
+    if end and body[idx_of[end]].opcode == "shfl":
+        # a chain that ends at a shuffle: each lane's value for it, where the region after reads it
+        st = body[idx_of[end]]
+        em.cur_ins, em.cur_index = st, idx_of[end]
+        src = em.normalize(st.operands[1])
+        off = sync_em.x_slots[end]
+        offs.add(off)
+        for l in range(LANES):
+            lane(l, f"e.l{l}.")
+            p = f.op(f"getelementptr i8, ptr %soa, i64 %so.{off}")
+            f.emit(f"store i32 {em.read(src, 'b32')}, ptr " + f.op(f"getelementptr i32, ptr {p}, i64 %t.{l}"))
     f.term("br label %w.latch")
     undef = []
     for regs in lane_regs:
@@ -342,7 +356,8 @@ def emit_chain_fn(func, flat, mctx, sync_em, chain, live, remat, consts):
     # whole warps only, and rows of whole warps (a warp's lanes then share %tid.y and %tid.z)
     after_entry += [f"  %ends = or i32 %lo, %hi", f"  %ends.x = or i32 %ends, {bx}",
                     "  %ends.m = and i32 %ends.x, 31", "  %aligned = icmp eq i32 %ends.m, 0",
-                    "  %some = icmp ult i32 %lo, %hi", "  %ok = and i1 %aligned, %some",
+                    "  %some = icmp ult i32 %lo, %hi",
+                    f"  %ok = and i1 {'false' if PLAIN_ONLY else '%aligned'}, %some",
                     "  br i1 %ok, label %w.pre, label %plain",
                     "plain:", f'  %pr = call i32 @"r{a}.{name}"({args})', "  ret i32 %pr",
                     "w.pre:", "  %w.first = lshr i32 %lo, 5", "  %w.end = lshr i32 %hi, 5", "  br label %w.head",
