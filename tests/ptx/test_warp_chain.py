@@ -128,20 +128,21 @@ def model(x, n, live, steps, prologue, epilogue, between):
     return out, out2
 
 
+def compile_with(src, module, name, value):
+    """`src` compiled with module.name = value (a comment keeps the kernel cache apart)."""
+    saved = getattr(module, name)
+    setattr(module, name, value)
+    try:
+        return ptx.compile(src + f"\n// {name} = {value}\n")
+    finally:
+        setattr(module, name, saved)
+
+
 def compile_variants(src):
     """(chains, chains off, general scheduler) modules of one source."""
     m = ptx.compile(src)
-    warp_chain.ENABLED = False
-    try:
-        off = ptx.compile(src + "\n// no warp chains\n")
-    finally:
-        warp_chain.ENABLED = True
-    saved = regions.MAX_REGIONS
-    regions.MAX_REGIONS = 0
-    try:
-        general = ptx.compile(src + "\n// general scheduler\n")
-    finally:
-        regions.MAX_REGIONS = saved
+    off = compile_with(src, warp_chain, "ENABLED", False)
+    general = compile_with(src, regions, "MAX_REGIONS", 0)
     assert '@"wc' not in off.ir and '@"r0.k"' not in general.ir
     return m, off, general
 
@@ -421,17 +422,8 @@ def test_softmax_more_sites_than_regions():
     assert src.count("shfl.sync") + src.count("bar.sync") > regions.MAX_REGIONS
     m = ptx.compile(src)
     assert '@"r0.softmax_rows"' in m.ir and m.ir.count('define internal i32 @"wc') == 4
-    saved = regions.MAX_REGIONS
-    regions.MAX_REGIONS = 0
-    try:
-        general = ptx.compile(src + "\n// general scheduler\n")
-    finally:
-        regions.MAX_REGIONS = saved
-    warp_chain.PLAIN_ONLY = True
-    try:
-        plain = ptx.compile(src + "\n// regions one by one\n")
-    finally:
-        warp_chain.PLAIN_ONLY = False
+    general = compile_with(src, regions, "MAX_REGIONS", 0)
+    plain = compile_with(src, warp_chain, "PLAIN_ONLY", True)
     assert "optnone" in plain.ir
     rng = np.random.default_rng()
     for rows, n, block in ((5, 1000, 256), (3, 77, 64), (4, 4096, 128)):
