@@ -77,8 +77,9 @@ def _pure(st):
 
 
 def guard(body, start, reach, is_reg, live, remat):
-    """(lo, hi, index of the guard's branch, whether it lands at the exit) where the region starting at statement `start` begins with a branch,
-    on a predicate comparing tid.x with an immediate, straight to the region's end (a barrier or the thread's exit):
+    """(lo, hi, index of the guard's branch, whether it lands at the exit) where the region starting at statement
+    `start` begins with a branch, on a predicate comparing tid.x with an immediate, straight to the region's end (a
+    barrier or the thread's exit):
     the threads outside [lo, hi) do nothing in the region. Else None. Only register arithmetic may come before the
     guard, and none that is live after the barrier a skipping thread lands at (it would leave that slot stale)
     unless the regions recompute it (remat, uniform.rematerializable); live: {statement index of a sync point: the

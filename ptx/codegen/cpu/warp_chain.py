@@ -179,9 +179,14 @@ def emit_chain_fn(func, flat, mctx, sync_em, chain, live, remat, consts):
     def lane(l, prefix):
         em.regs, em.tid, em.label_prefix = lane_regs[l], lane_tid[l], prefix
 
-    def slot(name, ty, l):
-        p = f.op(f"getelementptr i8, ptr %soa, i64 %so.{reg_off[name]}")
+    def at(off, ty, l):
+        """Lane l's element of the SoA slot at frame offset `off` (a register's, or a shuffle's exchange slot)."""
+        offs.add(off)
+        p = f.op(f"getelementptr i8, ptr %soa, i64 %so.{off}")
         return f.op(f"getelementptr {ty}, ptr {p}, i64 %t.{l}")
+
+    def slot(name, ty, l):
+        return at(reg_off[name], ty, l)
 
     def shfl_write(st, v, ok):
         """A lane's shuffle result and predicate to its registers."""
@@ -195,9 +200,9 @@ def emit_chain_fn(func, flat, mctx, sync_em, chain, live, remat, consts):
 
     def whole_warp(st, kind, k):
         """vote, redux or activemask over the warp's 32 lanes, each lane's result written to its register."""
-        dst = em.normalize(st.operands[0])
         if kind[0] == "warpsync":
             return
+        dst = em.normalize(st.operands[0])
         if kind[0] == "activemask":
             res, rty = "-1", "b32"
         elif kind[0] == "vote":
@@ -243,7 +248,6 @@ def emit_chain_fn(func, flat, mctx, sync_em, chain, live, remat, consts):
     f.label("w.body")
     mark = len(f.lines)
     for l in range(LANES):
-        f.emit(f"%lin.{l} = or i32 %lin0, {l}")
         f.emit(f"%t.{l} = add nuw nsw i64 %t0, {l}")     # consecutive, as LLVM sees it
         f.emit(f"%tx.{l} = or i32 %tx0, {l}")
     if a:
@@ -257,7 +261,6 @@ def emit_chain_fn(func, flat, mctx, sync_em, chain, live, remat, consts):
                 if name not in reg_off:
                     return None
                 ty, ptr = em.reg(name)
-                offs.add(reg_off[name])
                 v = f.op(f"load {ty}, ptr {slot(name, ty, l)}")
                 f.lines[-1] += scopes.mark(reg_off[name])
                 f.emit(f"store {ty} {v}, ptr {ptr}")
@@ -270,13 +273,10 @@ def emit_chain_fn(func, flat, mctx, sync_em, chain, live, remat, consts):
             # stored (every lane of the warp is live)
             mode, b, c = lane_shfl(st, flat, remat)
             off = em_x_read_off if a in sync_em.x_self else sync_em.x_slots[a]
-            offs.add(off)
             for l in range(LANES):
                 lane(l, f"s.l{l}.")
                 j, ok = shfl_source(mode, l, b, c)
-                p = f.op(f"getelementptr i8, ptr %soa, i64 %so.{off}")
-                p = f.op(f"getelementptr i32, ptr {p}, i64 %t.{j}")
-                shfl_write(st, f.op(f"load i32, ptr {p}"), ok)
+                shfl_write(st, f.op(f"load i32, ptr {at(off, 'i32', j)}"), ok)
     for n_seg, (k, reach) in enumerate(segs):
         # the sync instruction (the last in body order: no loops); none where the threads exit
         end_idx = reach[-1] if n_seg + 1 < len(segs) or end else None
@@ -324,7 +324,6 @@ def emit_chain_fn(func, flat, mctx, sync_em, chain, live, remat, consts):
             ty, ptr = lane_regs[l][name]
             if sync_em.regs[name][0] != ty:
                 return None
-            offs.add(reg_off[name])
             v = f.op(f"load {ty}, ptr {ptr}")
             f.emit(f"store {ty} {v}, ptr {slot(name, ty, l)}")
             f.lines[-1] += scopes.mark(reg_off[name])
@@ -333,12 +332,9 @@ def emit_chain_fn(func, flat, mctx, sync_em, chain, live, remat, consts):
         st = body[idx_of[end]]
         em.cur_ins, em.cur_index = st, idx_of[end]
         src = em.normalize(st.operands[1])
-        off = sync_em.x_slots[end]
-        offs.add(off)
         for l in range(LANES):
             lane(l, f"e.l{l}.")
-            p = f.op(f"getelementptr i8, ptr %soa, i64 %so.{off}")
-            f.emit(f"store i32 {em.read(src, 'b32')}, ptr " + f.op(f"getelementptr i32, ptr {p}, i64 %t.{l}"))
+            f.emit(f"store i32 {em.read(src, 'b32')}, ptr {at(sync_em.x_slots[end], 'i32', l)}")
     f.term("br label %w.latch")
     undef = []
     for regs in lane_regs:
