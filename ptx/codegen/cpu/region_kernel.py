@@ -10,7 +10,7 @@ from ptx.codegen.cpu import lockstep
 from ptx.codegen.cpu.lockstep import checked_site, lowest_waiting, soft_dispatch
 from ptx.codegen.cpu import affine, warp_chain
 from ptx.codegen.cpu.block_abi import BLOCK_COORDS, BLOCK_FN_ENTRY, BLOCK_NEXT
-from ptx.codegen.cpu.region_loops import emit_region_fn
+from ptx.codegen.cpu.region_loops import emit_region_fn, emit_remat_fn
 from ptx.codegen.cpu import regions
 from ptx.codegen.cpu.regions import region_reach, region_ready, successors
 from ptx.codegen.cpu.uniform import constant_registers, rematerializable
@@ -243,4 +243,7 @@ other:
         extra.append(lowest_waiting(func.name, yields, len(sites)))
         if not real:
             slot = ""
-    return region_fns + extra + [slot, block_fn], "\n".join(tables + [convert_fn]), fb
+    remat_fn = emit_remat_fn(func, flat, mctx, sync_em, remat, consts)
+    if remat_fn is None:
+        return None
+    return region_fns + extra + [slot, block_fn], "\n".join(tables + [remat_fn, convert_fn]), fb

@@ -296,8 +296,9 @@ def emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False, 
             if name not in reg_off or sync_em.regs.get(name, (None,))[0] != ty:
                 return None
         f.label(f"save.{j}")
+        # registers every region recomputes (remat) are not stored: the fallback recomputes them too (remat_fn)
         saved = [(name, ty, ptr) for name, ty, ptr in (keep if idx in reach else ())
-                 if (name in writes or not em.is_register(name)) and name not in consts]
+                 if (name in writes or not em.is_register(name)) and name not in consts and name not in remat]
         for name, ty, ptr in saved:
             v = f.op(f"load {ty}, ptr {ptr}")
             f.emit(f"store {ty} {v}, ptr {slot(name, ty)}")
@@ -438,4 +439,39 @@ def emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False, 
     header = (f'define internal i32 @"r{kind}{k}.{func.name}"(ptr %L, ptr %W, ptr noalias %soa, i32 %ctaid.x, '
               f'i32 %ctaid.y, i32 %ctaid.z{", ptr %rng" if warp else ""}{", ptr noalias %uni" if uniform else ""}) noinline {{')
     scopes.apply(f.lines, after_entry)
+    return assemble(header, em, after_entry, f.lines, [])
+
+
+def emit_remat_fn(func, flat, mctx, sync_em, remat, consts):
+    """The fallback's first step (cold): every thread's rematerialisable registers that have slots, recomputed into
+    them, since the regions do not store them (a block's first region would store each thread's copy of its
+    %tid-derived addresses, parameters and block ids, as much as the work of a load-and-store region)."""
+    em = FunctionEmitter(mctx, flat, "region")
+    em.entry_code = []
+    f = em.f
+    f.terminated = True
+    bx, by, bz = em.ntid(0), em.ntid(1), em.ntid(2)
+    names = [n for n in sync_em.reg_off if n in remat and n not in consts and n in sync_em.regs]
+    acc, _ = range_loops(f, bx, by, False, track=False)
+    f.emit("%t = zext i32 %lin to i64")
+    mark = len(f.lines)
+    for i in remat_chain(names, remat, flat.body, em.is_register):
+        em.cur_index = i
+        em.emit_instruction(flat.body[i])
+    for name in names:
+        ty, ptr = em.regs[name]
+        if ty != sync_em.regs[name][0]:
+            return None
+        v = f.op(f"load {ty}, ptr {ptr}")
+        a = f.op(f"mul i64 %n64, {sync_em.reg_off[name]}")
+        p = f.op(f"getelementptr i8, ptr %soa, i64 {a}")
+        f.emit(f"store {ty} {v}, ptr " + f.op(f"getelementptr {ty}, ptr {p}, i64 %t"))
+    f.lines[mark:mark] = store_undef_regs(em)
+    f.term("br label %tx.latch")
+    f.label("tx.latch")
+    range_latches(f, mctx, bx, by, bz, acc, False, single=0)
+    after_entry = ["  %frame = alloca [64 x i8], align 8", f"  %nxy.r = mul i32 {bx}, {by}",
+                   f"  %n.r = mul i32 %nxy.r, {bz}", "  %n64 = zext i32 %n.r to i64", "  br label %tz.head"]
+    header = (f'define internal i32 @"rr.{func.name}"(ptr %L, ptr %W, ptr noalias %soa, i32 %ctaid.x, '
+              f'i32 %ctaid.y, i32 %ctaid.z) noinline {{')
     return assemble(header, em, after_entry, f.lines, [])

@@ -262,6 +262,13 @@ fail:
 # frames, then the general barrier scheduler finishes block %b.
 FALLBACK_ENTRY = """define i32 @"fb.{name}"(ptr %L, i64 %b, ptr %W, ptr %scratch, ptr %soa, i64 %n64) {{
 entry:
+  %gxp = getelementptr i8, ptr %L, i64 """ + str(FE.L_GRID) + """
+  %gx = load i32, ptr %gxp
+  %gyp = getelementptr i8, ptr %L, i64 """ + str(FE.L_GRID + 4) + """
+  %gy = load i32, ptr %gyp
+  %gx64 = zext i32 %gx to i64
+  %gy64 = zext i32 %gy to i64
+""" + BLOCK_COORDS.replace("{", "{{").replace("}", "}}") + """  call i32 @"rr.{name}"(ptr %L, ptr %W, ptr %soa, i32 %cx, i32 %cy, i32 %cz)
   call void @"cv.{name}"(ptr %scratch, ptr %soa, i64 %n64)
   %b1 = add nuw i64 %b, 1
   %g = call i32 @"gb.{name}"(ptr %L, i64 %b, i64 %b1, ptr %W)

@@ -315,7 +315,7 @@ def emit_chain_fn(func, flat, mctx, sync_em, chain, live, remat, consts):
             whole_warp(st, kind, k)
     # the barrier that ends the chain: the registers live after it that the chain wrote, to their slots
     saved = [n for n in sync_em.regs if end and n in live[idx_of[end]] and n in written and n not in consts
-             and em.is_register(n)]
+             and n not in remat and em.is_register(n)]
     for l in range(LANES):
         lane(l, f"e.l{l}.")
         for name in saved:
