@@ -125,16 +125,21 @@ def _module(*kernels):
 
 
 def _versioned(text, name):
-    """Whether kernel `name` got a guard-free copy of its body."""
+    """Whether kernel `name` got a guard-free copy of its body (per block, or per group of blocks)."""
     hir = cpu_module.build_host_ir(parse(text))
     body = hir.text.split(f'define i32 @"k.{name}"')[1].split("\ndefine ")[0]
-    return "a.tz.head:" in body
+    return "a.tz.head:" in body or "a.tx.head:" in body
 
 
 def test_the_target_decides():
     if "x86-64-v3" in CPUS:
         assert not host_target.masked_stores_fast("x86-64-v3")
         assert host_target.masked_stores_fast("x86-64-v4")
+
+
+def test_blocks_run_in_groups():
+    hir = cpu_module.build_host_ir(parse(_module(GRID2D)))
+    assert "g.head:" in hir.text.split('define i32 @"k.img"')[1].split("\ndefine ")[0]
 
 
 def test_which_kernels_are_versioned():
@@ -160,8 +165,11 @@ def test_vector_add(rng, blocks, n, cpu):
     assert np.array_equal(c[m:].view(np.uint32), before[m:].view(np.uint32)), "written past the guard"
 
 
+# the last two: 13 x 40 blocks, run in groups of up to 8 blocks of a grid row (thread_loops.emit_group_loops)
+# whose ranges of blocks (32 to a chunk on two workers) start and end inside grid rows; all on, then partial
 @pytest.mark.parametrize("w,h,block", [(64, 24, (16, 4, 2)), (50, 21, (16, 4, 2)), (33, 8, (8, 2, 4)),
-                                       (16, 3, (16, 4, 1))])
+                                       (16, 3, (16, 4, 1)), (13 * 16, 40 * 8, (16, 4, 2)),
+                                       (13 * 16 - 5, 40 * 8 - 3, (16, 4, 2))])
 @pytest.mark.parametrize("cpu", CPUS, ids=lambda c: c or "host")
 def test_2d_guard(rng, w, h, block, cpu):
     k = compile_text(_module(GRID2D), cpu).kernel("img")

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from ptx import ast as A
 from ptx.codegen import function_emitter as FE
 from ptx.codegen.function_emitter import FunctionEmitter
-from ptx.codegen.cpu.thread_loops import THREAD_START, emit_thread_loops
+from ptx.codegen.cpu.thread_loops import GROUP_BLOCKS, THREAD_START, emit_group_loops, emit_thread_loops
 from ptx.codegen.cpu.lockstep import with_yields
 from ptx.passes.sync_points import sync_kind
 from ptx.codegen.cpu.block_abi import store_undef_regs
@@ -59,7 +59,8 @@ def emit_kernel(func: A.Function, flat, mctx: ModuleContext, has_sync: bool, out
         region_fns, frame_bytes, local_bytes = lock
         out_funcs.extend(region_fns)
     elif not has_sync:
-        text, local_bytes = emit_fast_kernel(func, flat, mctx, sym)
+        group = not (off or dyn_names or mctx.reserved_smem_bytes or uses_shared(flat))
+        text, local_bytes = emit_fast_kernel(func, flat, mctx, sym, group)
         frame_bytes = 0
         out_funcs.append(text)
     else:
@@ -121,7 +122,15 @@ def emit_lockstep_kernel(func, flat, mctx, sym):
     return region_fns, 2 * frame_bytes, local_bytes     # the block function's SoA slots start after n frames
 
 
-def emit_fast_kernel(func, flat, mctx, sym):
+def uses_shared(flat) -> bool:
+    """Whether any instruction names a shared state space (a block's own memory, which blocks run together would
+    have to keep apart)."""
+    return any(isinstance(st, A.Instruction) and any(m.startswith("shared") for m in st.mods) for st in flat.body)
+
+
+def emit_fast_kernel(func, flat, mctx, sym, group=False):
+    """A barrier-free kernel as thread loops inside a loop over its blocks; group: several blocks of a grid row at
+    once (thread_loops.emit_group_loops)."""
     em = FunctionEmitter(mctx, flat, "fast")
     em.entry_code = []
     setup_addr_vars(em, flat, in_frame=False)
@@ -144,9 +153,21 @@ def emit_fast_kernel(func, flat, mctx, sym):
     f.emit("%ctaid.x = trunc i64 %bx.r to i32")
     f.emit("%ctaid.y = trunc i64 %by.r to i32")
     f.emit("%ctaid.z = trunc i64 %bz.r to i32")
-    emit_thread_loops(em, "blk.head", (bx, by, bz), "blk.latch")
+    step = "1"
+    if group:
+        # the blocks left in this grid row and in the range, at most GROUP_BLOCKS
+        f.emit("%grow = sub i64 %gx64, %bx.r")
+        f.emit("%grng = sub i64 %last, %b")
+        f.emit("%gmin = call i64 @llvm.umin.i64(i64 %grow, i64 %grng)")
+        f.emit(f"%gn64 = call i64 @llvm.umin.i64(i64 %gmin, i64 {GROUP_BLOCKS})")
+        f.emit("%gn = trunc i64 %gn64 to i32")
+        mctx.declare("declare i64 @llvm.umin.i64(i64, i64)")
+        emit_group_loops(em, "blk.head", (bx, by, bz), "blk.latch", "%gn")
+        step = "%gn64"
+    else:
+        emit_thread_loops(em, "blk.head", (bx, by, bz), "blk.latch")
     f.label("blk.latch")
-    f.emit("%b.next = add nuw i64 %b, 1")
+    f.emit(f"%b.next = add nuw i64 %b, {step}")
     f.emit("%b.c = icmp ult i64 %b.next, %last")
     f.term("br i1 %b.c, label %blk.head, label %done")
     f.label("done")

@@ -99,3 +99,108 @@ def _copy(em, p, start, dims, done, skip, md=""):
 
     emit_nest(f, p, start, dims, body, done, md=md)
     em.tid, em.exit_label, em.label_prefix = saved
+
+
+# Blocks of one grid row that a barrier-free kernel without shared memory runs together, one row of threads of
+# each in turn: a 16x16 block's row is 64 bytes of a row-major array, so one block at a time reads 16 short runs
+# far apart and the prefetchers see no stream; G blocks make each run G times as long.
+GROUP_BLOCKS = 8
+
+
+def emit_group_loops(em, start, dims, done, gn):
+    """The kernel body for `gn` (i32, at most GROUP_BLOCKS) consecutive blocks of a grid row from em.ctaid[0]:
+    loops tid.z, tid.y, the block, tid.x, ending at label `done`. Guard-versioned per block: a pass over each
+    block's threads sets its bit in %gm.mask when any takes an exit guard; those blocks run the guarded copy."""
+    f = em.f
+    body = em.flat.body
+    eg = find_exit_guards(body) if em.m.version_guards and len(body) <= MAX_VERSIONED else None
+    bx, by, bz = dims
+    cx0 = em.ctaid[0]
+    saved = em.tid, em.exit_label, em.label_prefix, em.ctaid
+    first = start
+    if eg is not None:
+        taken = []
+
+        def prologue():
+            f.lines.append(THREAD_START)
+            for i in range(eg.end):
+                st = body[i]
+                em.cur_index = i
+                if i in eg.guards:
+                    g = em.read(A.Reg(st.guard[0], st.pos), "pred")
+                    taken.append(f.op(f"xor i1 {g}, true") if st.guard[1] else g)
+                else:
+                    em.emit_instruction(st)
+            f.term("br label %gv.tx.latch")
+
+        def any_taken():
+            v = taken[0]
+            for t in taken[1:]:
+                v = f.op(f"or i1 {v}, {t}")
+            return v
+
+        f.label("gm.head")
+        f.emit(f"%gm.g = phi i32 [ 0, %{start} ], [ %gm.g.next, %gm.latch ]")
+        f.emit(f"%gm.mask = phi i64 [ 0, %{start} ], [ %gm.mask.next, %gm.latch ]")
+        f.emit(f"%gv.cx = add i32 {cx0}, %gm.g")
+        em.tid = ["%gv.tid.x", "%gv.tid.y", "%gv.tid.z"]
+        em.ctaid = ["%gv.cx"] + list(saved[3][1:])
+        em.m.add_helper("versioned.tx.md", _LOOP_MD)
+        emit_nest(f, "gv.", "gm.head", dims, prologue, "gm.latch", acc=("false", any_taken),
+                  md=", !llvm.loop !8992")
+        f.label("gm.latch")
+        f.emit("%gm.bit = zext i1 %gv.acc.next to i64")
+        f.emit("%gm.sh = zext i32 %gm.g to i64")
+        f.emit("%gm.b = shl i64 %gm.bit, %gm.sh")
+        f.emit("%gm.mask.next = or i64 %gm.mask, %gm.b")
+        f.emit("%gm.g.next = add nuw i32 %gm.g, 1")
+        f.emit(f"%gm.c = icmp ult i32 %gm.g.next, {gn}")
+        f.term("br i1 %gm.c, label %gm.head, label %gm.done")
+        f.label("gm.done")
+        f.term("br label %tz.head")
+        first = "gm.done"
+    f.label("tz.head")
+    f.emit(f"%tid.z = phi i32 [ 0, %{first} ], [ %tz.next, %tz.latch ]")
+    f.term("br label %ty.head")
+    f.label("ty.head")
+    f.emit("%tid.y = phi i32 [ 0, %tz.head ], [ %ty.next, %ty.latch ]")
+    f.term("br label %g.head")
+    f.label("g.head")
+    f.emit("%g = phi i32 [ 0, %ty.head ], [ %g.next, %g.latch ]")
+    f.emit(f"%g.cx = add i32 {cx0}, %g")
+    em.ctaid = ["%g.cx"] + list(saved[3][1:])
+    # (prefix, skipped statements, loop metadata): the guarded copy kept scalar, as in emit_thread_loops
+    copies = [("", (), "")]
+    if eg is not None:
+        copies = [("", (), ", !llvm.loop !8994"), ("a.", frozenset(eg.guards), "")]
+        f.emit("%g.sh = zext i32 %g to i64")
+        f.emit("%g.m = lshr i64 %gm.mask.next, %g.sh")
+        f.emit("%g.bit = trunc i64 %g.m to i1")
+        f.term("br i1 %g.bit, label %tx.head, label %a.tx.head")
+    else:
+        f.term("br label %tx.head")
+    for p, skip, md in copies:
+        em.tid = [f"%{p}tid.x", "%tid.y", "%tid.z"]
+        em.exit_label = f"{p}tx.latch"
+        em.label_prefix = p
+        f.label(f"{p}tx.head")
+        f.emit(f"%{p}tid.x = phi i32 [ 0, %g.head ], [ %{p}tx.next, %{p}tx.latch ]")
+        f.lines.append(THREAD_START)
+        em.emit_body(skip)
+        f.label(f"{p}tx.latch")
+        f.emit(f"%{p}tx.next = add nuw i32 %{p}tid.x, 1")
+        f.emit(f"%{p}tx.c = icmp ult i32 %{p}tx.next, {bx}")
+        f.term(f"br i1 %{p}tx.c, label %{p}tx.head, label %g.latch" + md)
+    f.label("g.latch")
+    f.emit("%g.next = add nuw i32 %g, 1")
+    f.emit(f"%g.c = icmp ult i32 %g.next, {gn}")
+    f.term("br i1 %g.c, label %g.head, label %ty.latch")
+    f.label("ty.latch")
+    f.emit("%ty.next = add nuw i32 %tid.y, 1")
+    f.emit(f"%ty.c = icmp ult i32 %ty.next, {by}")
+    f.term("br i1 %ty.c, label %ty.head, label %tz.latch")
+    f.label("tz.latch")
+    f.emit("%tz.next = add nuw i32 %tid.z, 1")
+    f.emit(f"%tz.c = icmp ult i32 %tz.next, {bz}")
+    f.term(f"br i1 %tz.c, label %tz.head, label %{done}")
+    em.tid, em.exit_label, em.label_prefix, em.ctaid = saved
