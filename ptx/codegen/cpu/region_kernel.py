@@ -10,13 +10,16 @@ from ptx.codegen.cpu import lockstep
 from ptx.codegen.cpu.lockstep import checked_site, lowest_waiting, soft_dispatch
 from ptx.codegen.cpu import affine, warp_chain
 from ptx.codegen.cpu.block_abi import BLOCK_COORDS, BLOCK_FN_ENTRY, BLOCK_NEXT
-from ptx.codegen.cpu.region_loops import emit_region_fn, emit_remat_fn
+from ptx.codegen.cpu.region_loops import TX_LOOP_MD, emit_region_fn, emit_remat_fn
 from ptx.codegen.cpu import regions
 from ptx.codegen.cpu.regions import region_reach, region_ready, successors
 from ptx.codegen.cpu.uniform import constant_registers, rematerializable
 from ptx.codegen.cpu.warp_collectives import (BALLOT_FN, X_BALLOT, const_operand, exchange_helper,
                                               warp_convert_state, warp_inputs)
 from ptx.codegen.module_context import round_up
+
+COLD_TX_LOOP_MD = ", !llvm.loop !8988"
+COLD_MD = '!8988 = distinct !{!8988, !8987, !8999}\n!8987 = !{!"llvm.loop.vectorize.enable", i1 false}'
 
 
 def emit_region_kernel(func, flat, mctx, sym, fb, sync_em, warp=False, soft=False):
@@ -44,10 +47,7 @@ def emit_region_kernel(func, flat, mctx, sym, fb, sync_em, warp=False, soft=Fals
     mids = {k for _, segs, _ in found for k, _ in segs[1:]}
     if not region_ready(func, flat, sync_em, warp, chained=len(mids)):
         return None
-    # past the limit, a chain's own regions are compiled without optimisation (only blocks that are not whole
-    # warps run them)
     many = len(sync_em.sync_sites) > regions.MAX_REGIONS
-    cold = {k for _, segs, _ in found for k, _ in segs} if many else set()
     if warp:
         # each shfl's shuffled values in a slot of its own after the frame (so the region after it
         # reads one slot and writes others); a shfl in a loop (its region may reach it again) is
@@ -91,6 +91,17 @@ def emit_region_kernel(func, flat, mctx, sym, fb, sync_em, warp=False, soft=Fals
             if cands:
                 uniform[k] = cands
                 region_fns.append(affine.uniform_check(f"uc{k}.{func.name}", cands, sync_em.reg_off))
+    chains = []
+    for chain in found:
+        if chain[0] in uniform:
+            continue
+        text = warp_chain.emit_chain_fn(func, flat, mctx, sync_em, chain, live, remat, consts)
+        if text is not None:
+            region_fns.append(text)
+            chains.append(chain)
+    # a built chain's own regions run only in blocks that are not whole warps: past the limit on regions compiled
+    # without optimisation, else not vectorised (most of the time LLVM spends on them)
+    cold = {k for _, segs, _ in chains for k, _ in segs}
     for k in range(len(sync_em.sync_sites) + 1):
         # a yield: all threads (that carry affine registers: once checked), those that wait there (or all, when
         # the check fails)
@@ -104,18 +115,13 @@ def emit_region_kernel(func, flat, mctx, sym, fb, sync_em, warp=False, soft=Fals
                                    uni)
             if text is None:
                 return None
-            if k in cold:
+            if k in cold and many:
                 text = text.replace(") noinline {", ") noinline optnone {", 1)
+            elif k in cold:
+                text = text.replace(TX_LOOP_MD, COLD_TX_LOOP_MD)
+                mctx.add_helper("region.cold.md", COLD_MD)
             region_fns.append(text)
     reg_off = sync_em.reg_off
-    chains = []
-    for chain in found:
-        if chain[0] in uniform:
-            continue
-        text = warp_chain.emit_chain_fn(func, flat, mctx, sync_em, chain, live, remat, consts)
-        if text is not None:
-            region_fns.append(text)
-            chains.append(chain[0])
 
     # SoA slots -> the resumable threads' frames (resume point, done flag, registers)
     copies = []
@@ -234,7 +240,7 @@ other:
   %code = sub i32 %s, {FE.ST_ABORT_BASE}
   ret i32 %code
 {BLOCK_NEXT}"""
-    for a in chains:
+    for a, _, _ in chains:
         block_fn = block_fn.replace(f'call i32 @"r{a}.{func.name}"(', f'call i32 @"wc{a}.{func.name}"(')
     slot = f'@"fbp.{func.name}" = global ptr null, align 8'
     extra = [BALLOT_FN.format(name=func.name, pred=FE.FH_PRED_IN, out=X_BALLOT)] if votes else []
