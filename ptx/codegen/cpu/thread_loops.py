@@ -55,6 +55,22 @@ def emit_thread_loops(em, start, dims, done):
     if eg is None:
         _copy(em, "", start, dims, done, skip=())
         return
+    prologue, any_taken = _guard_pass(em, eg)
+    saved = em.tid
+    em.tid = ["%gv.tid.x", "%gv.tid.y", "%gv.tid.z"]
+    em.m.add_helper("versioned.tx.md", _LOOP_MD)
+    emit_nest(f, "gv.", start, dims, prologue, "gv.done", acc=("false", any_taken), md=", !llvm.loop !8992")
+    em.tid = saved
+    f.label("gv.done")
+    f.term("br i1 %gv.acc.next, label %tz.head, label %a.tz.head")
+    _copy(em, "", "gv.done", dims, done, skip=(), md=", !llvm.loop !8994")
+    _copy(em, "a.", "gv.done", dims, done, skip=frozenset(eg.guards))
+
+
+def _guard_pass(em, eg):
+    """The guard pass's thread (emit_nest's body: the prologue up to the last exit guard) and the function giving
+    whether it takes any guard (its acc)."""
+    f, body = em.f, em.flat.body
     taken = []
 
     def prologue():
@@ -75,15 +91,7 @@ def emit_thread_loops(em, start, dims, done):
             v = f.op(f"or i1 {v}, {t}")
         return v
 
-    saved = em.tid
-    em.tid = ["%gv.tid.x", "%gv.tid.y", "%gv.tid.z"]
-    em.m.add_helper("versioned.tx.md", _LOOP_MD)
-    emit_nest(f, "gv.", start, dims, prologue, "gv.done", acc=("false", any_taken), md=", !llvm.loop !8992")
-    em.tid = saved
-    f.label("gv.done")
-    f.term("br i1 %gv.acc.next, label %tz.head, label %a.tz.head")
-    _copy(em, "", "gv.done", dims, done, skip=(), md=", !llvm.loop !8994")
-    _copy(em, "a.", "gv.done", dims, done, skip=frozenset(eg.guards))
+    return prologue, any_taken
 
 
 def _copy(em, p, start, dims, done, skip, md=""):
@@ -119,26 +127,7 @@ def emit_group_loops(em, start, dims, done, gn):
     saved = em.tid, em.exit_label, em.label_prefix, em.ctaid
     first = start
     if eg is not None:
-        taken = []
-
-        def prologue():
-            f.lines.append(THREAD_START)
-            for i in range(eg.end):
-                st = body[i]
-                em.cur_index = i
-                if i in eg.guards:
-                    g = em.read(A.Reg(st.guard[0], st.pos), "pred")
-                    taken.append(f.op(f"xor i1 {g}, true") if st.guard[1] else g)
-                else:
-                    em.emit_instruction(st)
-            f.term("br label %gv.tx.latch")
-
-        def any_taken():
-            v = taken[0]
-            for t in taken[1:]:
-                v = f.op(f"or i1 {v}, {t}")
-            return v
-
+        prologue, any_taken = _guard_pass(em, eg)
         f.label("gm.head")
         f.emit(f"%gm.g = phi i32 [ 0, %{start} ], [ %gm.g.next, %gm.latch ]")
         f.emit(f"%gm.mask = phi i64 [ 0, %{start} ], [ %gm.mask.next, %gm.latch ]")
