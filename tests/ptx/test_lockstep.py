@@ -1323,3 +1323,139 @@ def test_lockstep_loops_check_their_affine_registers_as_they_run(modules):
     exit_block = body[body.index("thread.exit:"):]
     exit_block = exit_block[:exit_block.index("br label %tx.latch")]
     assert "store i32" in exit_block.replace("store i32 0, ptr %sitep", "")
+
+
+# nvcc -arch=compute_86 -ptx (CUDA 13.0) of:
+# extern "C" __global__ void atomic_walk(const int *cnt, int n, unsigned *bins, int m) {
+#     unsigned g = blockIdx.x * blockDim.x + threadIdx.x;
+#     int c = cnt[g % n];
+#     for (int j = 0; j < c; j++) atomicAdd(&bins[(g * 7 + j * 13) % m], (unsigned)(j + 1));
+# }
+ATOMIC_WALK = """.version 8.0
+.target sm_86
+.address_size 64
+
+.visible .entry atomic_walk(
+	.param .u64 atomic_walk_param_0,
+	.param .u32 atomic_walk_param_1,
+	.param .u64 atomic_walk_param_2,
+	.param .u32 atomic_walk_param_3
+)
+{
+	.reg .pred 	%p<6>;
+	.reg .b32 	%r<54>;
+	.reg .b64 	%rd<17>;
+
+
+	ld.param.u64 	%rd2, [atomic_walk_param_0];
+	ld.param.u32 	%r23, [atomic_walk_param_1];
+	ld.param.u64 	%rd3, [atomic_walk_param_2];
+	ld.param.u32 	%r22, [atomic_walk_param_3];
+	cvta.to.global.u64 	%rd1, %rd3;
+	mov.u32 	%r24, %ntid.x;
+	mov.u32 	%r25, %ctaid.x;
+	mov.u32 	%r26, %tid.x;
+	mad.lo.s32 	%r1, %r25, %r24, %r26;
+	rem.u32 	%r27, %r1, %r23;
+	cvta.to.global.u64 	%rd4, %rd2;
+	mul.wide.u32 	%rd5, %r27, 4;
+	add.s64 	%rd6, %rd4, %rd5;
+	ld.global.u32 	%r2, [%rd6];
+	setp.lt.s32 	%p1, %r2, 1;
+	@%p1 bra 	$L__BB0_7;
+
+	mul.lo.s32 	%r3, %r1, 7;
+	and.b32  	%r53, %r2, 3;
+	add.s32 	%r29, %r2, -1;
+	setp.lt.u32 	%p2, %r29, 3;
+	mov.u32 	%r50, 0;
+	@%p2 bra 	$L__BB0_4;
+
+	add.s32 	%r48, %r3, 39;
+	sub.s32 	%r6, %r53, %r2;
+	mov.u32 	%r50, 0;
+	mov.u32 	%r47, %r3;
+
+$L__BB0_3:
+	rem.u32 	%r31, %r47, %r22;
+	mul.wide.u32 	%rd7, %r31, 4;
+	add.s64 	%rd8, %rd1, %rd7;
+	add.s32 	%r32, %r50, 1;
+	atom.global.add.u32 	%r33, [%rd8], %r32;
+	add.s32 	%r34, %r47, 13;
+	rem.u32 	%r35, %r34, %r22;
+	mul.wide.u32 	%rd9, %r35, 4;
+	add.s64 	%rd10, %rd1, %rd9;
+	add.s32 	%r36, %r50, 2;
+	atom.global.add.u32 	%r37, [%rd10], %r36;
+	add.s32 	%r38, %r47, 26;
+	rem.u32 	%r39, %r38, %r22;
+	mul.wide.u32 	%rd11, %r39, 4;
+	add.s64 	%rd12, %rd1, %rd11;
+	add.s32 	%r40, %r50, 3;
+	atom.global.add.u32 	%r41, [%rd12], %r40;
+	rem.u32 	%r42, %r48, %r22;
+	mul.wide.u32 	%rd13, %r42, 4;
+	add.s64 	%rd14, %rd1, %rd13;
+	add.s32 	%r50, %r50, 4;
+	atom.global.add.u32 	%r43, [%rd14], %r50;
+	add.s32 	%r48, %r48, 52;
+	add.s32 	%r47, %r47, 52;
+	add.s32 	%r44, %r6, %r50;
+	setp.ne.s32 	%p3, %r44, 0;
+	@%p3 bra 	$L__BB0_3;
+
+$L__BB0_4:
+	setp.eq.s32 	%p4, %r53, 0;
+	@%p4 bra 	$L__BB0_7;
+
+	add.s32 	%r52, %r50, 1;
+	mad.lo.s32 	%r51, %r50, 13, %r3;
+
+$L__BB0_6:
+	.pragma "nounroll";
+	rem.u32 	%r45, %r51, %r22;
+	mul.wide.u32 	%rd15, %r45, 4;
+	add.s64 	%rd16, %rd1, %rd15;
+	atom.global.add.u32 	%r46, [%rd16], %r52;
+	add.s32 	%r52, %r52, 1;
+	add.s32 	%r51, %r51, 13;
+	add.s32 	%r53, %r53, -1;
+	setp.ne.s32 	%p5, %r53, 0;
+	@%p5 bra 	$L__BB0_6;
+
+$L__BB0_7:
+	ret;
+
+}
+
+"""
+
+
+@pytest.mark.parametrize("block,grid,maxc", [(64, 3, 40), (33, 2, 9), (256, 2, 1), (100, 1, 0), (17, 5, 70)])
+def test_loops_of_atomics_run_several_iterations_a_thread(block, grid, maxc):
+    """Loops that update memory only with atomics (lockstep.atomic_loop): each thread runs up to ATOMIC_STEPS
+    iterations before it yields, trip counts differing per thread (the masked regions), the unrolled loop's
+    remainder loop too; the grid-stride shared-memory histogram with its ragged end is test_histogram_with_barriers."""
+    m = ptx.compile(ATOMIC_WALK)
+    assert "%st.more" in m.ir
+    nthreads = block * grid
+    n = int(RNG.integers(1, 2 * nthreads))
+    cnt = RNG.integers(0, maxc + 1, n).astype(np.int32)
+    nb = int(RNG.integers(1, 300))
+    want = np.zeros(nb, np.uint64)
+    for g in range(nthreads):
+        for j in range(int(cnt[g % n])):
+            want[(g * 7 + j * 13) % nb] += j + 1
+    bins = np.zeros(nb, np.uint32)
+    m.kernel("atomic_walk").launch(grid, block, [cnt, n, bins, nb])
+    assert np.array_equal(bins, want.astype(np.uint32)), f"{int(np.sum(bins != want))} of {nb} bins differ"
+
+
+def test_histogram_loop_runs_several_iterations_a_thread(modules):
+    ir = modules["lockstep"].ir
+    def fn(name):
+        return ir.split(f'define internal i32 @"{name}"')[1].split("\ndefine ")[0]
+    assert "%st.more" in fn("ru3.histogram") and "%st.more" in fn("rm3.histogram")
+    assert "%st.more" not in fn("ru1.histogram")        # the loop clearing s[] stores: an iteration at a time
+    assert "%st.more" not in fn("ru1.saxpy")

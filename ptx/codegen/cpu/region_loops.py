@@ -6,7 +6,7 @@ from __future__ import annotations
 from ptx import ast as A
 from ptx.codegen import function_emitter as FE
 from ptx.codegen.function_emitter import FunctionEmitter
-from ptx.codegen.cpu import affine, thread_range
+from ptx.codegen.cpu import affine, lockstep, thread_range
 from ptx.passes.sync_points import sync_kind
 from ptx.codegen.cpu.block_abi import store_undef_regs
 from ptx.codegen.cpu.regions import region_exits, region_reach, region_writes
@@ -207,6 +207,9 @@ def emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False, 
     exits = region_exits(flat.body, reach, start_idx)
     outs = [site[0] for site in sync_em.sync_sites if site[4] in reach] + ([0] if exits else [])
     record = len(outs) > 1 or soft
+    # a yield's loop of atomics: each thread runs several iterations before it stops there (lockstep.atomic_loop)
+    steps = bool(soft and k and k in outs and "yield" in flat.body[sync_em.sync_sites[k - 1][4]].mods
+                 and lockstep.atomic_loop(flat.body, reach))
     # a region that starts with `if (threadIdx.x < C)` loops over those threads only, without the branch
     # (with warp collectives, where the others exit: the live range shrinks to the threads that run, as it would
     # if each exited in the loop; their site words are set to 0 first, for the fallback)
@@ -237,6 +240,8 @@ def emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False, 
                                  row_start=row_start)
     f.emit("%t = zext i32 %lin to i64")
     f.emit("%sitep = getelementptr i32, ptr %soa, i64 %t")
+    if steps:
+        f.emit("store i32 0, ptr %st.n")
     mark = len(f.lines)
     if masked:
         f.emit("%waits = load i32, ptr %sitep" + scopes.mark(0))
@@ -266,6 +271,15 @@ def emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False, 
     f.label("thread.exit")
     exit_mark = len(f.lines)
     f.term("br label %tx.latch")
+    if steps:
+        cont = next(c for j, _, c, _, _ in em.sync_sites if j == k)
+        f.lines = [f"  br label %steps.{k}" if line == f"  br label %save.{k}" else line for line in f.lines]
+        f.label(f"steps.{k}")
+        f.emit("%st.o = load i32, ptr %st.n")
+        f.emit("%st.i = add i32 %st.o, 1")
+        f.emit("store i32 %st.i, ptr %st.n")
+        f.emit(f"%st.more = icmp ult i32 %st.i, {lockstep.ATOMIC_STEPS}")
+        f.term(f"br i1 %st.more, label %{cont}, label %save.{k}")
     reg_off = sync_em.reg_off
     if [s[4] for s in em.sync_sites] != [s[4] for s in sync_em.sync_sites]:
         return None
@@ -413,7 +427,7 @@ def emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False, 
     f.lines[mark:mark] = store_undef_regs(em)
     after_entry = ["  %frame = alloca [64 x i8], align 8",
                    f"  %nxy.r = mul i32 {bx}, {by}", f"  %n.r = mul i32 %nxy.r, {bz}",
-                   "  %n64 = zext i32 %n.r to i64"]
+                   "  %n64 = zext i32 %n.r to i64"] + (["  %st.n = alloca i32, align 4"] if steps else [])
     if warp:
         after_entry += ["  %lo = load i32, ptr %rng", "  %hip = getelementptr i32, ptr %rng, i64 1",
                         "  %hi = load i32, ptr %hip"]
