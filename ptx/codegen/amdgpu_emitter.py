@@ -67,6 +67,7 @@ class AmdgpuFunctionEmitter(FunctionEmitter):
 
     yields_in_spin_loops = False    # waves of a GPU make progress on their own
     block_private_shared = False    # a block's waves run at once
+    space_scopes = False
     directed_f32_in_f64 = False     # f64 is slow on most AMD GPUs; their instructions take a rounding mode
 
     def __init__(self, mctx, flat, mode):

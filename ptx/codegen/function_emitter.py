@@ -96,6 +96,10 @@ class FunctionEmitter(SpecialRegisters):
     # A block's threads all run on one worker thread, one at a time between collectives, so nothing else can
     # touch its shared memory during an atom.shared: a plain read-modify-write is exact, without a bus lock.
     block_private_shared = True
+    # On a GPU a global and a shared access never touch the same bytes (the state spaces are apart): plain ones carry
+    # alias scopes saying so, and LLVM vectorises a thread loop that copies a tile between them with no runtime
+    # overlap check (which, for a 16-thread row, kept the loop scalar). Generic, atomic and cluster accesses carry none.
+    space_scopes = True
     # f32 .rz/.rm/.rp add, sub, mul and fma computed exactly in f64 and stepped (directed_rounding.py) rather
     # than under a switched rounding mode, which costs two serialising instructions and stops vectorisation
     directed_f32_in_f64 = True
@@ -127,6 +131,16 @@ class FunctionEmitter(SpecialRegisters):
         self.written = {}           # statement index -> registers its translation writes
 
     # ------------------------------------------------------------ entry-block invariants
+    def space_scope(self, space):
+        """The metadata suffix of a plain access in `space` (space_scopes), or ""."""
+        if not self.space_scopes or space not in ("global", "shared"):
+            return ""
+        self.m.add_helper("space.scopes", '!99990 = distinct !{!99990, !"zluda.spaces"}\n'
+                                          '!99991 = distinct !{!99991, !99990}\n!99992 = distinct !{!99992, !99990}\n'
+                                          '!99993 = !{!99991}\n!99994 = !{!99992}')
+        return ", !alias.scope !99993, !noalias !99994" if space == "global" else \
+            ", !alias.scope !99994, !noalias !99993"
+
     def invariant(self, key, text_fn):
         """A value computed once in the entry block (loads from L/W)."""
         v = self._cache.get(key)

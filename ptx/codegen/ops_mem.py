@@ -53,7 +53,7 @@ def _mem_type(t):
     return T.llvm_type(t)
 
 
-def _load(em, ptr, t, order, align):
+def _load(em, ptr, t, order, align, space=None):
     f = em.f
     ty = _mem_type(t)
     if order == "volatile":
@@ -61,10 +61,10 @@ def _load(em, ptr, t, order, align):
     if order in ("acquire", "relaxed", "sc", "acq_rel") and not ty.startswith("<") and ty != "i128":
         o = {"acquire": "acquire", "relaxed": "monotonic", "sc": "seq_cst", "acq_rel": "acquire"}[order]
         return f.op(f"load atomic {ty}, ptr {ptr} {o}, align {T.size_of(t)}")
-    return f.op(f"load {ty}, ptr {ptr}, align {align}")
+    return f.op(f"load {ty}, ptr {ptr}, align {align}{em.space_scope(space)}")
 
 
-def _store(em, ptr, t, val, order, align):
+def _store(em, ptr, t, val, order, align, space=None):
     f = em.f
     ty = _mem_type(t)
     if order == "volatile":
@@ -73,7 +73,7 @@ def _store(em, ptr, t, val, order, align):
         o = {"release": "release", "relaxed": "monotonic", "sc": "seq_cst", "acq_rel": "release"}[order]
         f.emit(f"store atomic {ty} {val}, ptr {ptr} {o}, align {T.size_of(t)}")
     else:
-        f.emit(f"store {ty} {val}, ptr {ptr}, align {align}")
+        f.emit(f"store {ty} {val}, ptr {ptr}, align {align}{em.space_scope(space)}")
 
 
 @handles("ld", "ldu")
@@ -104,14 +104,14 @@ def op_ld(em, ins):
     memcheck.check(em, base, size * n, False, space)
     align = size
     if n == 1:
-        v = _load(em, base, t, order, align)
+        v = _load(em, base, t, order, align, space)
         em.write(dst, v, t)
         return
     if not isinstance(dst, A.Vector) or len(dst.elems) != n:
         semantic(ins, f"expected a {n}-element vector destination")
     for i, e in enumerate(dst.elems):
         p = em.f.op(f"getelementptr i8, ptr {base}, i64 {i * size}") if i else base
-        v = _load(em, p, t, order, align)
+        v = _load(em, p, t, order, align, space)
         em.write(e, v, t)
 
 
@@ -127,14 +127,14 @@ def op_st(em, ins):
     memcheck.check(em, base, size * n, True, space)
     if n == 1:
         v = em.read(src, t)
-        _store(em, base, t, v, order, size)
+        _store(em, base, t, v, order, size, space)
         return
     if not isinstance(src, A.Vector) or len(src.elems) != n:
         semantic(ins, f"expected a {n}-element vector source")
     vals = [em.read(e, t) for e in src.elems]
     for i, v in enumerate(vals):
         p = em.f.op(f"getelementptr i8, ptr {base}, i64 {i * size}") if i else base
-        _store(em, p, t, v, order, size)
+        _store(em, p, t, v, order, size, space)
 
 
 @handles("mov")
