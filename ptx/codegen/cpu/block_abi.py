@@ -6,13 +6,17 @@ from __future__ import annotations
 from ptx.codegen import function_emitter as FE
 
 
-# The loads every generated block function starts with: grid x/y, block x/y/z from the launch, the
-# worker's scratch buffer (offsets per ptx/runtime/ptxrt.h).
-BLOCK_FN_ENTRY = f"""  %gxp = getelementptr i8, ptr %L, i64 {FE.L_GRID}
+# The grid's x and y size from the launch (offsets per ptx/runtime/ptxrt.h), which BLOCK_COORDS divides by.
+GRID_DIMS = f"""  %gxp = getelementptr i8, ptr %L, i64 {FE.L_GRID}
   %gx = load i32, ptr %gxp
   %gyp = getelementptr i8, ptr %L, i64 {FE.L_GRID + 4}
   %gy = load i32, ptr %gyp
-  %bxp = getelementptr i8, ptr %L, i64 {FE.L_BLOCK}
+"""
+
+
+# The loads every generated block function starts with: grid x/y, block x/y/z from the launch, the
+# worker's scratch buffer.
+BLOCK_FN_ENTRY = GRID_DIMS + f"""  %bxp = getelementptr i8, ptr %L, i64 {FE.L_BLOCK}
   %bx = load i32, ptr %bxp
   %byp = getelementptr i8, ptr %L, i64 {FE.L_BLOCK + 4}
   %by = load i32, ptr %byp
@@ -32,6 +36,13 @@ BLOCK_COORDS = """  %bq = udiv i64 %b, %gx64
   %cy = trunc i64 %cy64 to i32
   %cz = trunc i64 %cz64 to i32
 """
+
+
+def region_entry(bx, by, bz):
+    """The entry lines every function looping over a block's threads starts with: the frame the emitter's warp
+    collectives use, and the block's thread count %n64 (the SoA slots' stride)."""
+    return ["  %frame = alloca [64 x i8], align 8", f"  %nxy.r = mul i32 {bx}, {by}", f"  %n.r = mul i32 %nxy.r, {bz}",
+            "  %n64 = zext i32 %n.r to i64"]
 
 
 def store_undef_regs(em):

@@ -8,7 +8,7 @@ from ptx.codegen import function_emitter as FE
 from ptx.codegen.function_emitter import FunctionEmitter
 from ptx.codegen.cpu import affine, lockstep, thread_range
 from ptx.passes.sync_points import sync_kind
-from ptx.codegen.cpu.block_abi import store_undef_regs
+from ptx.codegen.cpu.block_abi import region_entry, store_undef_regs
 from ptx.codegen.cpu.regions import region_exits, region_reach, region_writes
 from ptx.codegen.cpu.slot_scopes import SlotScopes
 from ptx.codegen.cpu.uniform import remat_chain
@@ -77,6 +77,13 @@ def range_loops(f, bx, by, ranged, track=True, xrange=None, extra=(), row_start=
         f.emit(f"%{a} = phi {types[a]} [ {start}, %ty.head ], [ %{a}.next, %tx.latch ]")
     f.emit("%lin = add i32 %lzyx, %tid.x")
     return acc, types
+
+
+def slot_ptr(f, off, ty):
+    """Thread %t's element of the SoA slot at frame offset `off` (stride %n64 elements)."""
+    a = f.op(f"mul i64 %n64, {off}")
+    p = f.op(f"getelementptr i8, ptr %soa, i64 {a}")
+    return f.op(f"getelementptr {ty}, ptr {p}, i64 %t")
 
 
 def range_latches(f, mctx, bx, by, bz, acc, ranged, single=None, xrange=None, types=None, before_ret=(),
@@ -296,9 +303,7 @@ def emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False, 
     verified = {}
 
     def hslot(off, ty):
-        a = f.op(f"mul i64 %n64, {off}")
-        p = f.op(f"getelementptr i8, ptr %soa, i64 {a}")
-        return f.op(f"getelementptr {ty}, ptr {p}, i64 %t")
+        return slot_ptr(f, off, ty)
 
     def slot(name, ty):
         return hslot(reg_off[name], ty)
@@ -425,9 +430,7 @@ def emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False, 
     range_latches(f, mctx, bx, by, bz, acc, warp, None if record else (outs or [0])[0], xr, acc_types, before_ret,
                   row_end)
     f.lines[mark:mark] = store_undef_regs(em)
-    after_entry = ["  %frame = alloca [64 x i8], align 8",
-                   f"  %nxy.r = mul i32 {bx}, {by}", f"  %n.r = mul i32 %nxy.r, {bz}",
-                   "  %n64 = zext i32 %n.r to i64"] + (["  %st.n = alloca i32, align 4"] if steps else [])
+    after_entry = region_entry(bx, by, bz) + (["  %st.n = alloca i32, align 4"] if steps else [])
     if warp:
         after_entry += ["  %lo = load i32, ptr %rng", "  %hip = getelementptr i32, ptr %rng, i64 1",
                         "  %hi = load i32, ptr %hip"]
@@ -477,15 +480,12 @@ def emit_remat_fn(func, flat, mctx, sync_em, remat, consts):
         if ty != sync_em.regs[name][0]:
             return None
         v = f.op(f"load {ty}, ptr {ptr}")
-        a = f.op(f"mul i64 %n64, {sync_em.reg_off[name]}")
-        p = f.op(f"getelementptr i8, ptr %soa, i64 {a}")
-        f.emit(f"store {ty} {v}, ptr " + f.op(f"getelementptr {ty}, ptr {p}, i64 %t"))
+        f.emit(f"store {ty} {v}, ptr {slot_ptr(f, sync_em.reg_off[name], ty)}")
     f.lines[mark:mark] = store_undef_regs(em)
     f.term("br label %tx.latch")
     f.label("tx.latch")
     range_latches(f, mctx, bx, by, bz, acc, False, single=0)
-    after_entry = ["  %frame = alloca [64 x i8], align 8", f"  %nxy.r = mul i32 {bx}, {by}",
-                   f"  %n.r = mul i32 %nxy.r, {bz}", "  %n64 = zext i32 %n.r to i64", "  br label %tz.head"]
+    after_entry = region_entry(bx, by, bz) + ["  br label %tz.head"]
     header = (f'define internal i32 @"rr.{func.name}"(ptr %L, ptr %W, ptr noalias %soa, i32 %ctaid.x, '
               f'i32 %ctaid.y, i32 %ctaid.z) noinline {{')
     return assemble(header, em, after_entry, f.lines, [])

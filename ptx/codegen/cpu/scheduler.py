@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ptx.codegen import function_emitter as FE
 from ptx.codegen.function_emitter import FunctionEmitter
-from ptx.codegen.cpu.block_abi import BLOCK_COORDS, BLOCK_FN_ENTRY, BLOCK_NEXT, init_frames
+from ptx.codegen.cpu.block_abi import BLOCK_COORDS, BLOCK_FN_ENTRY, BLOCK_NEXT, GRID_DIMS, init_frames
 from ptx.codegen.module_context import assemble, reg_signature, round_up, setup_addr_vars
 
 
@@ -262,11 +262,7 @@ fail:
 # frames, then the general barrier scheduler finishes block %b.
 FALLBACK_ENTRY = """define i32 @"fb.{name}"(ptr %L, i64 %b, ptr %W, ptr %scratch, ptr %soa, i64 %n64) {{
 entry:
-  %gxp = getelementptr i8, ptr %L, i64 """ + str(FE.L_GRID) + """
-  %gx = load i32, ptr %gxp
-  %gyp = getelementptr i8, ptr %L, i64 """ + str(FE.L_GRID + 4) + """
-  %gy = load i32, ptr %gyp
-  %gx64 = zext i32 %gx to i64
+""" + GRID_DIMS + """  %gx64 = zext i32 %gx to i64
   %gy64 = zext i32 %gy to i64
 """ + BLOCK_COORDS.replace("{", "{{").replace("}", "}}") + """  call i32 @"rr.{name}"(ptr %L, ptr %W, ptr %soa, i32 %cx, i32 %cy, i32 %cz)
   call void @"cv.{name}"(ptr %scratch, ptr %soa, i64 %n64)

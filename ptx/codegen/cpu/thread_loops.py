@@ -49,27 +49,27 @@ def emit_thread_loops(em, start, dims, done):
     """The kernel body in thread loops after block `start`, ending at label `done`; guard-versioned when the
     body starts with exit guards."""
     f = em.f
-    body = em.flat.body
-    # a long body is mostly work other than its loads and stores, and a second copy doubles its compile time
-    eg = find_exit_guards(body) if em.m.version_guards and len(body) <= MAX_VERSIONED else None
+    eg = _exit_guards(em)
     if eg is None:
         _copy(em, "", start, dims, done, skip=())
         return
-    prologue, any_taken = _guard_pass(em, eg)
-    saved = em.tid
-    em.tid = ["%gv.tid.x", "%gv.tid.y", "%gv.tid.z"]
-    em.m.add_helper("versioned.tx.md", _LOOP_MD)
-    emit_nest(f, "gv.", start, dims, prologue, "gv.done", acc=("false", any_taken), md=", !llvm.loop !8992")
-    em.tid = saved
+    _guard_nest(em, eg, start, dims, "gv.done")
     f.label("gv.done")
     f.term("br i1 %gv.acc.next, label %tz.head, label %a.tz.head")
     _copy(em, "", "gv.done", dims, done, skip=(), md=", !llvm.loop !8994")
     _copy(em, "a.", "gv.done", dims, done, skip=frozenset(eg.guards))
 
 
-def _guard_pass(em, eg):
-    """The guard pass's thread (emit_nest's body: the prologue up to the last exit guard) and the function giving
-    whether it takes any guard (its acc)."""
+def _exit_guards(em):
+    """The body's exit guards (exit_guards.find_exit_guards) where it is worth a guard-free copy, else None."""
+    body = em.flat.body
+    # a long body is mostly work other than its loads and stores, and a second copy doubles its compile time
+    return find_exit_guards(body) if em.m.version_guards and len(body) <= MAX_VERSIONED else None
+
+
+def _guard_nest(em, eg, start, dims, done):
+    """The guard pass: thread loops (prefix gv.) from block `start` to label `done` that evaluate each thread's
+    prologue up to its last exit guard; %gv.acc.next: whether any thread takes one."""
     f, body = em.f, em.flat.body
     taken = []
 
@@ -91,7 +91,11 @@ def _guard_pass(em, eg):
             v = f.op(f"or i1 {v}, {t}")
         return v
 
-    return prologue, any_taken
+    saved = em.tid
+    em.tid = ["%gv.tid.x", "%gv.tid.y", "%gv.tid.z"]
+    em.m.add_helper("versioned.tx.md", _LOOP_MD)
+    emit_nest(f, "gv.", start, dims, prologue, done, acc=("false", any_taken), md=", !llvm.loop !8992")
+    em.tid = saved
 
 
 def _copy(em, p, start, dims, done, skip, md=""):
@@ -120,23 +124,18 @@ def emit_group_loops(em, start, dims, done, gn):
     loops tid.z, tid.y, the block, tid.x, ending at label `done`. Guard-versioned per block: a pass over each
     block's threads sets its bit in %gm.mask when any takes an exit guard; those blocks run the guarded copy."""
     f = em.f
-    body = em.flat.body
-    eg = find_exit_guards(body) if em.m.version_guards and len(body) <= MAX_VERSIONED else None
+    eg = _exit_guards(em)
     bx, by, bz = dims
     cx0 = em.ctaid[0]
     saved = em.tid, em.exit_label, em.label_prefix, em.ctaid
     first = start
     if eg is not None:
-        prologue, any_taken = _guard_pass(em, eg)
         f.label("gm.head")
         f.emit(f"%gm.g = phi i32 [ 0, %{start} ], [ %gm.g.next, %gm.latch ]")
         f.emit(f"%gm.mask = phi i64 [ 0, %{start} ], [ %gm.mask.next, %gm.latch ]")
         f.emit(f"%gv.cx = add i32 {cx0}, %gm.g")
-        em.tid = ["%gv.tid.x", "%gv.tid.y", "%gv.tid.z"]
         em.ctaid = ["%gv.cx"] + list(saved[3][1:])
-        em.m.add_helper("versioned.tx.md", _LOOP_MD)
-        emit_nest(f, "gv.", "gm.head", dims, prologue, "gm.latch", acc=("false", any_taken),
-                  md=", !llvm.loop !8992")
+        _guard_nest(em, eg, "gm.head", dims, "gm.latch")
         f.label("gm.latch")
         f.emit("%gm.bit = zext i1 %gv.acc.next to i64")
         f.emit("%gm.sh = zext i32 %gm.g to i64")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from ptx import ast as A
 from ptx.codegen import function_emitter as FE
 from ptx.codegen.function_emitter import FunctionEmitter
-from ptx.codegen.cpu.block_abi import store_undef_regs
+from ptx.codegen.cpu.block_abi import region_entry, store_undef_regs
 from ptx.codegen.cpu.regions import region_exits, region_reach
 from ptx.codegen.cpu.slot_scopes import SlotScopes
 from ptx.codegen.cpu.uniform import remat_chain
@@ -343,9 +343,7 @@ def emit_chain_fn(func, flat, mctx, sync_em, chain, live, remat, consts):
     f.lines[mark:mark] = undef
     name = func.name
     args = "ptr %L, ptr %W, ptr %soa, i32 %ctaid.x, i32 %ctaid.y, i32 %ctaid.z, ptr %rng"
-    after_entry = ["  %frame = alloca [64 x i8], align 8",
-                   f"  %nxy.r = mul i32 {bx}, {by}", f"  %n.r = mul i32 %nxy.r, {bz}",
-                   "  %n64 = zext i32 %n.r to i64",
+    after_entry = region_entry(bx, by, bz) + [
                    "  %lo = load i32, ptr %rng", "  %hip = getelementptr i32, ptr %rng, i64 1",
                    "  %hi = load i32, ptr %hip"]
     after_entry += [f"  %so.{o} = mul i64 %n64, {o}" for o in sorted(offs)]
