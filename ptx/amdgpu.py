@@ -29,7 +29,9 @@ def compiler_version() -> str:
         for p in sorted(HERE.rglob("*.py")):     # every subpackage: a new one must not be left out
             h.update(str(p.relative_to(HERE)).encode())
             h.update(p.read_bytes())
-        for p in (HERE / "runtime" / "texture.c", HERE / "runtime" / "texture.h"):   # linked in (amdgpu_texture)
+        # linked in (amdgpu_texture): texture.c includes texture_mip.c and surface.c
+        for name in ("texture.c", "texture.h", "texture_mip.c", "surface.c"):
+            p = HERE / "runtime" / name
             h.update(p.read_bytes())
         _compiler_version = h.hexdigest()[:16]
     return _compiler_version

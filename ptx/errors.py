@@ -43,7 +43,7 @@ class PTXUnsupportedError(PTXError):
 
 
 class KernelFault(Exception):
-    """A kernel stopped abnormally at run time: `kind` is 'trap', 'assert' or 'fault'."""
+    """A kernel stopped abnormally at run time: `kind` is 'trap', 'assert', 'fault' or 'misaligned'."""
 
     def __init__(self, kind: str, message: str = ""):
         self.kind = kind

@@ -137,6 +137,8 @@ class HostKernel:
             raise ValueError(f"launch of {self.name} refused by the runtime (resources)")
         if status == _FAULT:
             raise KernelFault("fault", _fault_message(self.name, g))
+        if status == _MISALIGNED:
+            raise KernelFault("misaligned", f"kernel {self.name}: misaligned address")
         if status != 0:
             raise KernelFault("fault", f"kernel {self.name} status {status}")
 
@@ -177,6 +179,7 @@ class LazyKernel(HostKernel):
 
 
 _FAULT = 4      # PTXRT_FAULT: a block touched memory it may not (ptxrt.h, "memory faults in kernels")
+_MISALIGNED = 5     # PTXRT_MISALIGNED: an access not aligned to its size (a surface's, ops_surf.py)
 
 
 class _FaultInfo(ctypes.Structure):     # ptx_fault_info

@@ -551,7 +551,8 @@ class FunctionEmitter(SpecialRegisters):
         return HANDLERS.get(opcode)
 
     def abort(self, code_val):
-        """Stop the whole launch: the thread trapped or asserted (code: PTXRT_TRAP/ASSERT)."""
+        """Stop the whole launch: the thread trapped, asserted or faulted (code: PTXRT_TRAP/ASSERT/FAULT/MISALIGNED,
+        a constant or an i32 value)."""
         f = self.f
         if self.mode == "fast":
             f.term(f"ret i32 {code_val}")

@@ -13,7 +13,9 @@ SURF_QUERIES = {"width": 0, "height": 1, "depth": 2, "channel_data_type": 3, "ch
 CLAMPS = {"trap": 0, "clamp": 1, "zero": 2}
 RED_OPS = {"add": 0, "min": 1, "max": 2, "and": 3, "or": 4}        # texture.h's PTX_SR_*
 SR_SIGNED, SR_64, SR_SAMPLE = 1, 2, 4
-PTXRT_FAULT = 4     # ptxrt.h: the launch answers CUDA_ERROR_ILLEGAL_ADDRESS
+SURF_MISALIGNED = 2     # texture.h's PTX_SURF_MISALIGNED (PTX_SURF_OUT_OF_RANGE is 1)
+PTXRT_FAULT = 4         # ptxrt.h: the launch answers CUDA_ERROR_ILLEGAL_ADDRESS
+PTXRT_MISALIGNED = 5    # ptxrt.h: the launch answers CUDA_ERROR_MISALIGNED_ADDRESS
 
 
 @handles("suq")
@@ -56,13 +58,14 @@ def _surface(em, ins, store):
 
 
 def _fault_unless_zero(em, st):
-    """Stop the launch as a memory fault where the runtime answered nonzero: a .trap access out of range or a
-    misaligned one, which an H100 reports as CUDA_ERROR_ILLEGAL_ADDRESS (misaligned: MISALIGNED_ADDRESS)."""
+    """Stop the launch where the runtime answered nonzero: a .trap access out of range, which an H100 reports
+    as CUDA_ERROR_ILLEGAL_ADDRESS, or a misaligned one, which it reports as CUDA_ERROR_MISALIGNED_ADDRESS."""
     bad = em.f.op(f"icmp ne i32 {st}, 0")
     fault, ok = em.f.new_label("surf_fault"), em.f.new_label("surf_ok")
     em.f.term(f"br i1 {bad}, label %{fault}, label %{ok}")
     em.f.label(fault)
-    em.abort(str(PTXRT_FAULT))
+    misaligned = em.f.op(f"icmp eq i32 {st}, {SURF_MISALIGNED}")
+    em.abort(em.f.op(f"select i1 {misaligned}, i32 {PTXRT_MISALIGNED}, i32 {PTXRT_FAULT}"))
     em.f.label(ok)
 
 

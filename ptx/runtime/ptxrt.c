@@ -234,6 +234,7 @@ struct slot {
 #define ST_ASSERT 2u
 #define ST_BAD 4u
 #define ST_FAULT 8u
+#define ST_MISALIGNED 16u
 
 struct ptx_launch_state {
     _Atomic uint32_t flags;          /* ST_* */
@@ -309,7 +310,7 @@ static void set_flag(struct ptx_launch_state *st, uint32_t f) {
 
 static void record_ret(struct ptx_launch_state *st, int32_t r) {
     set_flag(st, r == PTXRT_ASSERT ? ST_ASSERT : r == PTXRT_BAD_LAUNCH ? ST_BAD
-                 : r == PTXRT_FAULT ? ST_FAULT : ST_TRAP);
+                 : r == PTXRT_FAULT ? ST_FAULT : r == PTXRT_MISALIGNED ? ST_MISALIGNED : ST_TRAP);
 }
 
 /* ------------------------------------------------------------------ memory faults in kernels */
@@ -1191,8 +1192,10 @@ static int32_t launch_grid(ptx_block_fn fn, const uint8_t *params,
     flush_printf(j);
     uint32_t f = atomic_load(&j->st.flags);
     status = (f & ST_ASSERT) ? PTXRT_ASSERT : (f & ST_FAULT) ? PTXRT_FAULT
-           : (f & ST_TRAP) ? PTXRT_TRAP : (f & ST_BAD) ? PTXRT_BAD_LAUNCH : PTXRT_OK;
-    if (status == PTXRT_FAULT) {
+           : (f & ST_MISALIGNED) ? PTXRT_MISALIGNED : (f & ST_TRAP) ? PTXRT_TRAP
+           : (f & ST_BAD) ? PTXRT_BAD_LAUNCH : PTXRT_OK;
+    /* a fault the generated code reported itself (a .trap surface access) left no address behind */
+    if (status == PTXRT_FAULT && atomic_load(&j->fault_taken)) {
         tls_last_fault = j->fault;
         tls_last_faulted = 1;
     }

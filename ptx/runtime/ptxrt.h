@@ -40,13 +40,14 @@ typedef struct ptx_worker {
 
 /* Generated per kernel: run linear blocks [first, last) (x fastest, then y, then z).
    Returns 0, or nonzero when a thread trapped/asserted (the runtime stops handing out blocks).
-   Return PTXRT_TRAP after `trap` and PTXRT_ASSERT after calling ptx_rt_assertfail; any other
-   nonzero value is reported as PTXRT_TRAP. */
+   Return PTXRT_TRAP after `trap`, PTXRT_ASSERT after calling ptx_rt_assertfail, PTXRT_FAULT or
+   PTXRT_MISALIGNED (below) after a faulting surface access; any other nonzero value is reported as
+   PTXRT_TRAP. */
 typedef int32_t (*ptx_block_fn)(const ptx_launch *L, uint64_t first, uint64_t last, ptx_worker *W);
 
 /* Run a whole grid on the persistent pool; the calling thread participates. Safe to call from several
    threads at once (launches are serialised on one pool). Returns 0, PTXRT_TRAP, PTXRT_ASSERT,
-   PTXRT_BAD_LAUNCH or PTXRT_FAULT (below). */
+   PTXRT_BAD_LAUNCH, PTXRT_FAULT or PTXRT_MISALIGNED (below). */
 #define PTXRT_OK 0
 #define PTXRT_TRAP 1
 #define PTXRT_ASSERT 2
@@ -147,6 +148,9 @@ uint32_t ptx_rt_cluster_rank_of(ptx_worker *W, uint64_t addr, uint32_t size);
    malloc/free on a kernel's behalf are not recovered (the heap lock may be held): they crash as before.
    PTXRT_CATCH_FAULTS=0 disables the handler (core dumps / debuggers see the original fault). */
 #define PTXRT_FAULT 4
+/* A block stopped at an access not aligned to its size (a surface access: ptx/codegen/ops_surf.py), which a
+   GPU reports as CUDA_ERROR_MISALIGNED_ADDRESS rather than an illegal address. No ptx_fault_info. */
+#define PTXRT_MISALIGNED 5
 typedef struct ptx_fault_info {
     uint64_t addr;                  /* the faulting address (si_addr; 0 when the kernel gives none,
                                        e.g. a non-canonical x86-64 address) */

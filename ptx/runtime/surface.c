@@ -1,14 +1,16 @@
 /* Surface accesses: suld.b/sust.b, formatted sust.p stores and sured reductions, as an H100 answers them
    (tests/data/nvidia_surface_answers.json). Part of texture.c's unit. */
 
-/* Where a surface access of nbytes at x * unit bytes lands (*p), under the out-of-range mode: 0, or 1 when
-   the access faults on a GPU (a .trap access out of range; an access not aligned to its size, whatever the
-   mode: an H100 answers CUDA_ERROR_MISALIGNED_ADDRESS, tests/data/nvidia_surface_answers.json), or 2
-   when a .zero access is out of range (nothing is accessed). .clamp moves the access to the nearest place
-   inside the surface. */
+/* surf_place's answer for a .zero access out of range: nothing is accessed, and the instruction goes on */
+#define SURF_SKIP (-1)
+
+/* Where a surface access of nbytes at x * unit bytes lands (*p), under the out-of-range mode: 0, a
+   PTX_SURF_* fault (texture.h; an access not aligned to its size faults whatever the mode, as an H100's
+   does: tests/data/nvidia_surface_answers.json), or SURF_SKIP. .clamp moves the access to the nearest
+   place inside the surface. */
 static int surf_place(const ptx_texture *t, uint32_t geom, const int32_t *coords, uint32_t unit,
                       uint32_t nbytes, uint32_t clamp, uint8_t **p) {
-    if (!valid(t)) return 1;
+    if (!valid(t)) return PTX_SURF_OUT_OF_RANGE;
     int first = (geom == PTX_TG_A1D || geom == PTX_TG_A2D) ? 1 : 0;
     int32_t layer = first ? coords[0] : 0;
     int64_t bx = (int64_t)coords[first] * unit;
@@ -17,11 +19,11 @@ static int surf_place(const ptx_texture *t, uint32_t geom, const int32_t *coords
     const int64_t row = (int64_t)t->width * t->channels * elem_size(t->format);
     const int32_t h = t->height ? (int32_t)t->height : 1, d = t->depth ? (int32_t)t->depth : 1;
     const int32_t nl = t->layers ? (int32_t)t->layers : 1;
-    if (bx & (nbytes - 1)) return 1;
+    if (bx & (nbytes - 1)) return PTX_SURF_MISALIGNED;
     int out = bx < 0 || bx + nbytes > row || y < 0 || y >= h || z < 0 || z >= d || layer < 0 || layer >= nl;
     if (out) {
-        if (clamp == PTX_SC_TRAP) return 1;
-        if (clamp == PTX_SC_ZERO) return 2;
+        if (clamp == PTX_SC_TRAP) return PTX_SURF_OUT_OF_RANGE;
+        if (clamp == PTX_SC_ZERO) return SURF_SKIP;
         bx = bx < 0 ? 0 : (bx + nbytes > row ? row - nbytes : bx);
         y = y < 0 ? 0 : y >= h ? h - 1 : y;
         z = z < 0 ? 0 : z >= d ? d - 1 : z;
@@ -35,8 +37,8 @@ int32_t ptx_surf_access(const ptx_texture *t, uint32_t geom, const int32_t *coor
                         uint32_t nbytes, uint32_t clamp, uint32_t store) {
     uint8_t *p;
     int r = surf_place(t, geom, coords, 1, nbytes, clamp, &p);
-    if (r == 2 && !store) memset(data, 0, nbytes);
-    if (r) return r == 1;
+    if (r == SURF_SKIP && !store) memset(data, 0, nbytes);
+    if (r) return r == SURF_SKIP ? PTX_SURF_OK : r;
     if (store) memcpy(p, data, nbytes);
     else memcpy(data, p, nbytes);
     return 0;
@@ -85,11 +87,11 @@ static uint32_t store_convert(uint32_t fmt, uint32_t v) {
 
 int32_t ptx_surf_store_p(const ptx_texture *t, uint32_t geom, const int32_t *coords, const uint32_t *data,
                          uint32_t vec, uint32_t clamp) {
-    if (!valid(t)) return 1;
+    if (!valid(t)) return PTX_SURF_OUT_OF_RANGE;
     const uint32_t sz = elem_size(t->format), n = t->channels * sz;
     uint8_t *p, texel[16];
     int r = surf_place(t, geom, coords, n, n, clamp, &p);
-    if (r) return r == 1;
+    if (r) return r == SURF_SKIP ? PTX_SURF_OK : r;
     /* the components the data lack are written 0; data past the surface's components are dropped */
     for (uint32_t c = 0; c < t->channels && c < 4; c++) {
         uint32_t v = c < vec ? store_convert(t->format, data[c]) : 0;
@@ -119,13 +121,13 @@ SURF_REDUCE(uint64_t, int64_t)
 
 int32_t ptx_surf_reduce(const ptx_texture *t, uint32_t geom, const int32_t *coords, uint64_t value, uint32_t op,
                         uint32_t flags, uint32_t clamp) {
-    if (!valid(t)) return 1;
+    if (!valid(t)) return PTX_SURF_OUT_OF_RANGE;
     const uint32_t nbytes = (flags & PTX_SR_64) ? 8 : 4;
     int sgn = (flags & PTX_SR_SIGNED) != 0;
     if (flags & PTX_SR_SAMPLE) sgn = is_signed(t->format);
     uint8_t *p;
     int r = surf_place(t, geom, coords, (flags & PTX_SR_SAMPLE) ? nbytes : 1, nbytes, clamp, &p);
-    if (r) return r == 1;
+    if (r) return r == SURF_SKIP ? PTX_SURF_OK : r;
     if (nbytes == 8) reduce_uint64_t((uint64_t *)(void *)p, value, op, sgn);
     else reduce_uint32_t((uint32_t *)(void *)p, (uint32_t)value, op, sgn);
     return 0;

@@ -68,8 +68,10 @@ void ptx_tex_fetch_mip(const ptx_texture *t, uint32_t geom, uint32_t rtype, uint
                        const uint32_t *coords, const uint32_t *args, uint32_t *out);
 /* txq.level: what 0 width, 1 height, 2 depth of level lod */
 int32_t ptx_tex_query_level(const ptx_texture *t, uint32_t what, int32_t lod);
-/* surfaces: x in bytes; nbytes the whole access; returns 0, or 1 when a .trap access is out of range or
-   the access is misaligned (both fault on a GPU) */
+/* surfaces: x in bytes; nbytes the whole access; returns 0, PTX_SURF_OUT_OF_RANGE (a .trap access out of
+   range, or no surface: a GPU answers CUDA_ERROR_ILLEGAL_ADDRESS) or PTX_SURF_MISALIGNED (x not a multiple
+   of the access's size, whatever the mode: CUDA_ERROR_MISALIGNED_ADDRESS) */
+enum { PTX_SURF_OK, PTX_SURF_OUT_OF_RANGE, PTX_SURF_MISALIGNED };
 int32_t ptx_surf_access(const ptx_texture *t, uint32_t geom, const int32_t *coords, void *data,
                         uint32_t nbytes, uint32_t clamp, uint32_t store);
 /* sust.p: vec 32-bit values (R, G, B, A) converted to the surface's format at x counted in texels; returns

@@ -13,7 +13,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data"
-MISALIGNED, ILLEGAL_ADDRESS = 716, 700
 
 
 def _nvcc():
@@ -52,7 +51,7 @@ def test_surface_probe_through_the_shim(tmp_path, shim_libdir):
         if t["kind"] == "jit":
             if (o["load"] == 0) != (t["load"] == 0):
                 diff.append((t["case"], "load", o["load"], t["load"]))
-        elif o.get("sync") != t.get("sync") and not (t.get("sync") == MISALIGNED and o.get("sync") == ILLEGAL_ADDRESS):
+        elif o.get("sync") != t.get("sync"):
             diff.append((t["case"], "sync", o.get("sync"), t.get("sync")))
     assert unorm >= 36
     assert not diff, f"{len(diff)} differences (case, what, ours, the H100's), first: {diff[:5]}"

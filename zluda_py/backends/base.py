@@ -86,8 +86,9 @@ class BackendStream(ABC):
     """An in-order queue of device work that runs asynchronously with the host.
 
     `on_fault`, when the driver sets it, is called with the CudaError of work that failed on the device
-    (a kernel trap: CUDA_ERROR_LAUNCH_FAILED / CUDA_ERROR_ASSERT / CUDA_ERROR_ILLEGAL_ADDRESS) as soon as
-    the backend knows, so the context's sticky error is set before anyone synchronizes.
+    (a kernel trap: CUDA_ERROR_LAUNCH_FAILED / CUDA_ERROR_ASSERT / CUDA_ERROR_ILLEGAL_ADDRESS /
+    CUDA_ERROR_MISALIGNED_ADDRESS) as soon as the backend knows, so the context's sticky error is set before
+    anyone synchronizes.
 
     A backend whose streams set `reports_busy = True` calls `on_busy(True)` when a stream turns from idle
     to having work queued and `on_busy(False)` when it drains, in that order per stream, so the driver

@@ -15,7 +15,7 @@ from zluda_py.backends.cpu import launchq, libc
 from zluda_py.backends.cpu.event import Completion, CpuEvent
 from zluda_py.backends.cpu.workers import POOL
 from zluda_py.errors import (CudaError, CUDA_ERROR_ASSERT, CUDA_ERROR_LAUNCH_FAILED,
-                             CUDA_ERROR_ILLEGAL_ADDRESS, CUDA_ERROR_UNKNOWN)
+                             CUDA_ERROR_ILLEGAL_ADDRESS, CUDA_ERROR_MISALIGNED_ADDRESS, CUDA_ERROR_UNKNOWN)
 
 # Copies and fills up to this size run inline on an idle stream: a thread hop costs more than the work.
 INLINE_BYTES = 64 * 1024
@@ -32,7 +32,7 @@ _W_STATE, _W_COUNTED, _W_SYNCED = launchq.W_STATE, launchq.W_COUNTED, launchq.W_
 _counters: dict = {}      # address -> int64_t * of a context's busy count (launchq_streams.c keeps them all)
 
 _FAULT_CODES = {"trap": CUDA_ERROR_LAUNCH_FAILED, "assert": CUDA_ERROR_ASSERT,
-                "fault": CUDA_ERROR_ILLEGAL_ADDRESS}
+                "fault": CUDA_ERROR_ILLEGAL_ADDRESS, "misaligned": CUDA_ERROR_MISALIGNED_ADDRESS}
 
 
 class _HostTask:
@@ -272,7 +272,8 @@ class CpuStream(BackendStream):
             else:
                 kind, what = {1: ("trap", f"kernel {name} executed trap"),
                               2: ("assert", f"assertion failed in kernel {name}"),
-                              4: ("fault", _memory_fault(name, st))}.get(
+                              4: ("fault", _memory_fault(name, st)),
+                              5: ("misaligned", f"kernel {name}: misaligned address")}.get(
                                   status, ("fault", f"kernel {name} status {status}"))
                 err = CudaError(_FAULT_CODES[kind], f"kernel {name} stopped: {what}")
             self._report(err)
