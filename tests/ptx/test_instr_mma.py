@@ -112,8 +112,9 @@ def test_m8n8k4_f16_accumulator_divergences_are_known():
     assert np.array_equal(reference(f, MI.mma_words(f, t)).reshape(32, -1), want)
 
 
-def test_fp8_forms_without_answers_are_refused():
-    """.e4m3/.e5m2 with C and D of different types: no recorded answer shows how the last add rounds."""
+def test_fp8_forms_with_mixed_accumulators_are_refused():
+    """.e4m3/.e5m2 with C and D of different types: ptxas (CUDA 13.0) rejects them for sm_90 and sm_120a
+    ("Unexpected instruction types specified for 'mma'"), with or without .kind::f8f6f4."""
     for form, regs in (("mma.sync.aligned.m16n8k16.row.col.f16.e4m3.e5m2.f32", (2, 1, 4, 2)),
                        ("mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e5m2.f16", (4, 2, 2, 4))):
         text = K.module(MK.mma_sync_kernel("k", form, *regs, False), target="sm_90")
