@@ -99,12 +99,13 @@ class HostKernel:
             buf[off:off + size] = raw
         return bytes(buf)
 
-    def launch(self, grid, block, args, shared_bytes=0, cluster=None):
-        """`cluster`: CTAs per cluster (an int or 1-3 ints) for a thread-block cluster launch."""
+    def launch(self, grid, block, args, shared_bytes=0, cluster=None, cooperative=False):
+        """`cluster`: CTAs per cluster (an int or 1-3 ints) for a thread-block cluster launch; `cooperative`:
+        all blocks co-resident (grid barriers)."""
         from ptx import runtime
         params = self.pack_params(list(args))
-        self.launch_raw(grid, block, params, shared_bytes,
-                        runtime.cluster_flags(cluster) if cluster is not None else False)
+        flags = (runtime.cluster_flags(cluster) if cluster is not None else 0) | int(bool(cooperative))
+        self.launch_raw(grid, block, params, shared_bytes, flags)
 
     def launch_raw(self, grid, block, params, shared_bytes=0, cooperative=False):
         from ptx import runtime

@@ -2,7 +2,8 @@
 // memories of a cluster's 4 CTAs (cooperative_groups::this_cluster(), map_shared_rank, atomicAdd into another
 // CTA's shared memory, cluster.sync()), launched with cudaLaunchKernelEx and a cluster-dimension attribute,
 // and a block-sum reduction by a __cluster_dims__(2, 1, 1) kernel launched with <<<>>>; both checked
-// against host references. Bad cluster launches answer cudaErrorInvalidClusterSize as on an H100.
+// against host references; a cooperative launch of clusters whose CTAs meet at cluster.sync() and whose whole
+// grid meets at grid.sync(). Bad cluster launches answer cudaErrorInvalidClusterSize as on an H100.
 // Built for compute_90 (tests/apps/test_cluster_sample.py); on an older device it says so and passes.
 #include "sample_common.h"
 #include <cooperative_groups.h>
@@ -50,6 +51,32 @@ __global__ void CLUSTER_DIMS_2 cluster_sum(const int *data, long long *sums, uns
     }
     if (threadIdx.x == 0) ranks[blockIdx.x] = cluster.block_rank() | cluster.num_blocks() << 8 | cluster.block_index().x << 16;
     cluster.sync();                              // rank 0 has read every partial before any CTA exits
+#endif
+}
+
+// Cooperative and clustered at once: each cluster of 2 CTAs sums its inputs through distributed shared memory,
+// grid.sync() publishes every cluster's sum, and every thread then adds up all of them.
+__global__ void coop_cluster_total(const int *data, long long *cluster_sums, long long *totals) {
+#if __CUDA_ARCH__ >= 900
+    __shared__ long long partial;
+    cg::cluster_group cluster = cg::this_cluster();
+    cg::grid_group grid = cg::this_grid();
+    if (threadIdx.x == 0) partial = 0;
+    __syncthreads();
+    atomicAdd((unsigned long long *)&partial, (unsigned long long)(long long)data[blockIdx.x * blockDim.x + threadIdx.x]);
+    cluster.sync();
+    unsigned nclusters = gridDim.x / cluster.num_blocks();
+    unsigned id = blockIdx.x / cluster.num_blocks();
+    if (cluster.block_rank() == 0 && threadIdx.x == 0) {
+        long long total = 0;
+        for (unsigned r = 0; r < cluster.num_blocks(); r++) total += *cluster.map_shared_rank(&partial, r);
+        cluster_sums[id] = total;
+    }
+    cluster.sync();                              // rank 0 has read every partial before any CTA moves on
+    grid.sync();                                 // every cluster's sum is in
+    long long all = 0;
+    for (unsigned c = 0; c < nclusters; c++) all += cluster_sums[(id + c) % nclusters];
+    totals[blockIdx.x * blockDim.x + threadIdx.x] = all;
 #endif
 }
 
@@ -130,6 +157,44 @@ int main() {
     // an odd grid is no multiple of the kernel's cluster
     cluster_sum<<<blocks - 1, threads>>>(d_in, d_sums, d_ranks);
     expect(cudaGetLastError() == cudaErrorInvalidClusterSize, "an odd grid of a __cluster_dims__(2) kernel fails");
+
+    // a cooperative launch of clusters of 2: cluster.sync() inside each cluster, grid.sync() across the grid
+    {
+        const int cb = 8, ct = 64;
+        int h_c[cb * ct];
+        long long want_sums[cb / 2] = {0}, got_sums[cb / 2], want_total = 0, got_totals[cb * ct], want_totals[cb * ct];
+        for (int i = 0; i < cb * ct; i++) {
+            h_c[i] = (int)(rng.next() % 2000001) - 1000000;
+            want_sums[i / (2 * ct)] += h_c[i];
+            want_total += h_c[i];
+        }
+        for (int i = 0; i < cb * ct; i++) want_totals[i] = want_total;
+        int *d_c;
+        long long *d_csums, *d_totals;
+        CHECK(cudaMalloc(&d_c, sizeof h_c));
+        CHECK(cudaMalloc(&d_csums, sizeof got_sums));
+        CHECK(cudaMalloc(&d_totals, sizeof got_totals));
+        CHECK(cudaMemcpy(d_c, h_c, sizeof h_c, cudaMemcpyHostToDevice));
+        CHECK(cudaMemset(d_csums, 0xff, sizeof got_sums));
+        CHECK(cudaMemset(d_totals, 0xff, sizeof got_totals));
+        cudaLaunchConfig_t cfg = {};
+        cfg.gridDim = dim3(cb);
+        cfg.blockDim = dim3(ct);
+        cudaLaunchAttribute attrs[2];
+        attrs[0].id = cudaLaunchAttributeCooperative;
+        attrs[0].val.cooperative = 1;
+        attrs[1].id = cudaLaunchAttributeClusterDimension;
+        attrs[1].val.clusterDim.x = 2; attrs[1].val.clusterDim.y = 1; attrs[1].val.clusterDim.z = 1;
+        cfg.attrs = attrs;
+        cfg.numAttrs = 2;
+        CHECK(cudaLaunchKernelEx(&cfg, coop_cluster_total, (const int *)d_c, d_csums, d_totals));
+        CHECK_LAUNCH();
+        CHECK(cudaMemcpy(got_sums, d_csums, sizeof got_sums, cudaMemcpyDeviceToHost));
+        CHECK(cudaMemcpy(got_totals, d_totals, sizeof got_totals, cudaMemcpyDeviceToHost));
+        compare_exact("cooperative cluster sums", got_sums, want_sums, cb / 2);
+        compare_exact("cooperative grid totals", got_totals, want_totals, cb * ct);
+        CHECK(cudaFree(d_c)); CHECK(cudaFree(d_csums)); CHECK(cudaFree(d_totals));
+    }
 
     CHECK(cudaFree(d_data)); CHECK(cudaFree(d_hist)); CHECK(cudaFree(d_in)); CHECK(cudaFree(d_sums));
     CHECK(cudaFree(d_ranks));

@@ -188,13 +188,23 @@ struct fault_target {
 
 struct job;
 
+#define MAX_CLUSTER 16
+
+/* A cluster's CTAs as the cluster barrier and distributed shared memory see them. All CTAs of a cluster run
+   on one worker (as fibers), so it needs no atomics. */
+struct cluster_sync {
+    uint8_t *shared[MAX_CLUSTER];    /* W->cluster_shared */
+    uint32_t passed[MAX_CLUSTER];    /* cluster barriers each CTA has reached */
+    uint8_t done[MAX_CLUSTER], inside[MAX_CLUSTER];
+};
+
 struct cluster_run;
 
 struct rt_ctx {
     struct slot *slot;
     struct fiber *fiber;             /* NULL outside cooperative and cluster launches */
     struct job *job;
-    struct cluster_run *cl;          /* cluster launches: the cluster this block is in (else NULL) */
+    struct cluster_sync *cl;         /* cluster launches: the cluster this block is in (else NULL) */
     uint32_t rank;                   /* its %cluster_ctarank */
 };
 
@@ -255,6 +265,7 @@ struct job {
     uint64_t nclusters;
     /* cooperative launches */
     struct fiber *fibers;
+    struct cluster_sync *csync;      /* cooperative launches of clusters: one per cluster */
     uint8_t *arena;                  /* per block: shared then scratch */
     size_t per_block, shared_stride;
     uint8_t *stacks;
@@ -642,18 +653,13 @@ static struct fiber *start_fiber(struct slot *s, struct job *j, uint64_t b) {
 
 /* ------------------------------------------------------------------ thread-block clusters */
 
-#define MAX_CLUSTER 16
-
 static uint8_t *map_bytes(size_t n, int extra);
 
 /* One worker's cluster: its CTAs' fibers, shared memory and scratch (one arena, kept from launch to launch
-   and grown as needed), fiber stacks, and the cluster barrier's state. All CTAs of a cluster run on the
-   worker that took it, so the barrier state needs no atomics. */
+   and grown as needed), fiber stacks, and the cluster barrier's state. */
 struct cluster_run {
     struct fiber fibers[MAX_CLUSTER];
-    uint8_t *shared[MAX_CLUSTER];    /* W->cluster_shared */
-    uint32_t passed[MAX_CLUSTER];    /* cluster barriers each CTA has reached */
-    uint8_t done[MAX_CLUSTER], inside[MAX_CLUSTER];
+    struct cluster_sync sync;
     uint8_t *arena, *stacks;
     size_t arena_bytes, stacks_bytes, stack_size;
 };
@@ -712,27 +718,27 @@ static void run_clusters(struct slot *s, struct job *j) {
             f->ctx.slot = s;
             f->ctx.fiber = f;
             f->ctx.job = j;
-            f->ctx.cl = cl;
+            f->ctx.cl = &cl->sync;
             f->ctx.rank = r;
             f->W = s->W;
             f->W.shared = cl->arena + r * j->per_block;
             f->W.scratch = f->W.shared + j->shared_stride;
             f->W.rt_private = &f->ctx;
-            f->W.cluster_shared = (uint8_t *const *)cl->shared;
+            f->W.cluster_shared = (uint8_t *const *)cl->sync.shared;
             f->W.cluster_rank = r;
             f->W.cluster_size = j->csize;
-            cl->shared[r] = f->W.shared;
-            cl->passed[r] = 0;
-            cl->done[r] = 0;
-            cl->inside[r] = 0;
+            cl->sync.shared[r] = f->W.shared;
+            cl->sync.passed[r] = 0;
+            cl->sync.done[r] = 0;
+            cl->sync.inside[r] = 0;
             ctx_make(&f->uc, cl->stacks + r * cl->stack_size, cl->stack_size, fiber_entry, f);
         }
         for (uint32_t left = j->csize; left;) {
             for (uint32_t r = 0; r < j->csize; r++) {
                 struct fiber *f = &cl->fibers[r];
-                if (cl->done[r]) continue;
+                if (cl->sync.done[r]) continue;
                 if (atomic_load_explicit(&j->st.stop, memory_order_relaxed)) return;  /* parked CTAs dropped */
-                pb_begin(s->pb, (uint64_t)cl->passed[r] * j->nblocks + f->block);
+                pb_begin(s->pb, (uint64_t)cl->sync.passed[r] * j->nblocks + f->block);
                 f->ft.first = f->block;
                 f->ft.last = f->block + 1;
                 s->armed = &f->ft;
@@ -740,7 +746,7 @@ static void run_clusters(struct slot *s, struct job *j) {
                 s->armed = NULL;
                 if (f->done) {
                     if (f->ret) record_ret(&j->st, f->ret);
-                    cl->done[r] = 1;
+                    cl->sync.done[r] = 1;
                     left--;
                 }
             }
@@ -748,8 +754,41 @@ static void run_clusters(struct slot *s, struct job *j) {
     }
 }
 
-/* Each worker starts blocks while any are left, then round-robins its own blocks that yielded
-   (waiting at a grid barrier or spinning on memory) until all of them have finished. A block
+/* Starts cluster c of a cooperative launch (a block, without clusters) on this worker: its CTAs are fibers
+   here, all but the first in the ready ring. Returns the first, or NULL (ST_BAD set) where the ring could
+   not grow; the CTAs that did not start count as finished so that no grid barrier waits for them. */
+static struct fiber *start_cooperative_cluster(struct slot *s, struct job *j, uint64_t c) {
+    if (j->csize == 1) return start_fiber(s, j, c);
+    const uint32_t *g = j->L.grid, *cd = j->cdim;
+    uint64_t ncx = g[0] / cd[0], ncy = g[1] / cd[1];
+    uint64_t cx = c % ncx, cy = c / ncx % ncy, cz = c / (ncx * ncy);
+    struct cluster_sync *cs = &j->csync[c];
+    struct fiber *first = NULL;
+    for (uint32_t r = 0; r < j->csize; r++) {
+        uint64_t x = cx * cd[0] + r % cd[0], y = cy * cd[1] + r / cd[0] % cd[1], z = cz * cd[2] + r / (cd[0] * cd[1]);
+        struct fiber *f = start_fiber(s, j, x + g[0] * (y + (uint64_t)g[1] * z));
+        f->ctx.cl = cs;
+        f->ctx.rank = r;
+        f->W.cluster_shared = (uint8_t *const *)cs->shared;
+        f->W.cluster_rank = r;
+        f->W.cluster_size = j->csize;
+        cs->shared[r] = f->W.shared;
+        cs->passed[r] = 0;
+        cs->done[r] = 0;
+        cs->inside[r] = 0;
+        if (!r) {
+            first = f;
+        } else if (ready_push(s, f)) {
+            set_flag(&j->st, ST_BAD);
+            for (uint32_t k = r; k < j->csize; k++) coop_arrive(j, 1);
+            break;
+        }
+    }
+    return first;
+}
+
+/* Each worker starts blocks (or clusters) while any are left, then round-robins its own blocks that yielded
+   (waiting at a grid or cluster barrier or spinning on memory) until all of them have finished. A block
    stays on the worker that started it. */
 static void run_cooperative(struct slot *s, struct job *j) {
     s->nready = 0;
@@ -760,9 +799,9 @@ static void run_cooperative(struct slot *s, struct job *j) {
         if (atomic_load_explicit(&j->st.stop, memory_order_relaxed)) break;  /* parked blocks are dropped */
         struct fiber *f = NULL;
         if (!all_started) {
-            uint64_t b = atomic_fetch_add(&j->next, 1);
-            if (b < j->nblocks)
-                f = start_fiber(s, j, b);
+            uint64_t c = atomic_fetch_add(&j->next, 1);
+            if (c < j->nclusters)
+                f = start_cooperative_cluster(s, j, c);
             else
                 all_started = 1;
         }
@@ -776,6 +815,7 @@ static void run_cooperative(struct slot *s, struct job *j) {
         s->armed = NULL;
         if (f->done) {
             if (f->ret) record_ret(&j->st, f->ret);
+            if (f->ctx.cl) f->ctx.cl->done[f->ctx.rank] = 1;
             coop_arrive(j, 1);
         } else if (ready_push(s, f)) {
             set_flag(&j->st, ST_BAD);
@@ -1044,7 +1084,8 @@ static uint8_t *map_bytes(size_t n, int extra) {
 
 static int setup_cooperative(struct job *j) {
     uint64_t B = j->nblocks;
-    j->shared_stride = align_up(j->shared_bytes + SHARED_SLACK, SHARED_ALIGN);
+    /* a cluster's CTAs see their shared memory at the same alignment, as in run_clusters */
+    j->shared_stride = align_up(j->shared_bytes + SHARED_SLACK, j->csize > 1 ? 4096 : SHARED_ALIGN);
     j->per_block = j->shared_stride + align_up(j->scratch_bytes + SCRATCH_ALIGN, SHARED_ALIGN);
     j->stack_size = P.fiber_stack;
     if (B > (1ull << 16) || j->per_block > (1ull << 40) / B) return -1;   /* far above any co-resident grid */
@@ -1071,6 +1112,7 @@ static int setup_cooperative(struct job *j) {
         for (uint64_t b = 0; b < B; b++)
             mprotect(coop_cache.stacks + b * j->stack_size, 4096, PROT_NONE);
     }
+    if (j->csize > 1 && !(j->csync = calloc(j->nclusters, sizeof *j->csync))) return -1;
     j->fibers = coop_cache.fibers;
     j->arena = coop_cache.arena;
     j->stacks = coop_cache.stacks;
@@ -1083,6 +1125,8 @@ static int setup_cooperative(struct job *j) {
 }
 
 static void teardown_cooperative(struct job *j) {
+    free(j->csync);
+    j->csync = NULL;
     j->fibers = NULL;
     j->arena = NULL;
     j->stacks = NULL;
@@ -1143,7 +1187,7 @@ static int32_t launch_grid(ptx_block_fn fn, const uint8_t *params,
     j->chunk = j->nblocks / parts ? j->nblocks / parts : 1;
     atomic_store_explicit(&j->next, 0, memory_order_relaxed);
     int32_t status = PTXRT_OK;
-    if (j->csize > 1 && (coop || j->csize > MAX_CLUSTER || gx % j->cdim[0] || gy % j->cdim[1] || gz % j->cdim[2])) {
+    if (j->csize > 1 && (j->csize > MAX_CLUSTER || gx % j->cdim[0] || gy % j->cdim[1] || gz % j->cdim[2])) {
         status = PTXRT_BAD_LAUNCH;
         goto out;
     }
@@ -1282,7 +1326,7 @@ int32_t ptx_rt_grid_sync(ptx_worker *W) {
 void ptx_rt_cluster_wait(ptx_worker *W) {
     struct rt_ctx *c = W ? (struct rt_ctx *)W->rt_private : NULL;
     if (!c || !c->cl) return;
-    struct cluster_run *cl = c->cl;
+    struct cluster_sync *cl = c->cl;
     uint32_t r = c->rank, n = c->job->csize;
     if (cl->inside[r]) return;       /* the block's first thread arrived for all of it */
     cl->inside[r] = 1;

@@ -674,7 +674,7 @@ def test_launch_kernel_ex_attributes_and_per_thread_stream(cu, kptx):
                         (((4, struct.pack("<3I", 4, 1, 1)),), 912),                        # 4 does not divide 6
                         (((4, struct.pack("<3I", 0, 1, 1)),), 912),                        # a zero dimension
                         (((4, struct.pack("<3I", 1, 1, 1)), (2, struct.pack("<i", 1))), CUDA_SUCCESS),
-                        (((4, struct.pack("<3I", 2, 1, 1)), (2, struct.pack("<i", 1))), 801),  # not implemented
+                        (((4, struct.pack("<3I", 2, 1, 1)), (2, struct.pack("<i", 1))), CUDA_SUCCESS),
                         (((99, b""),), INVALID_VALUE)):                                    # unknown id
         out = np.full(n, -1, np.int32)
         with Buf(cu, out) as dout:

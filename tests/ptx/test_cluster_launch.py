@@ -189,8 +189,10 @@ $END:
 """
 
 
+@pytest.mark.parametrize("cooperative", [False, True])
 @pytest.mark.parametrize("csize", [2, 4, 8, 16])
-def test_ring_exchange_and_cluster_atomics(csize, rng):
+def test_ring_exchange_and_cluster_atomics(csize, cooperative, rng):
+    """cooperative: the clusters' CTAs run as the fibers of a cooperative launch (all blocks co-resident)."""
     k = compile_kernel(RING)
     block = int(rng.integers(1, 9)) * 32
     nclusters = int(rng.integers(1, 4))
@@ -198,7 +200,7 @@ def test_ring_exchange_and_cluster_atomics(csize, rng):
     x = rng.integers(0, 2**20, grid * block, dtype=np.uint64).astype(np.uint32)
     out = K.poison((grid * block, 2), np.uint32, rng)
     counts = K.poison(nclusters, np.uint32, rng)
-    k.launch((grid,), (block,), [x, out, counts], cluster=(csize,))
+    k.launch((grid,), (block,), [x, out, counts], cluster=(csize,), cooperative=cooperative)
     xs = x.reshape(nclusters, csize, block)
     nxt = np.roll(xs, -1, axis=1).reshape(-1)
     prv = np.roll(xs, 1, axis=1).reshape(-1)
@@ -208,7 +210,8 @@ def test_ring_exchange_and_cluster_atomics(csize, rng):
     assert np.array_equal(counts, want.astype(np.uint32))
 
 
-def test_cluster_barrier_orders_all_ctas(rng):
+@pytest.mark.parametrize("cooperative", [False, True])
+def test_cluster_barrier_orders_all_ctas(cooperative, rng):
     """Each CTA publishes a round number in its shared memory, then every CTA checks all the others' after a
     cluster barrier, over several rounds: a CTA that ran ahead would be seen."""
     k = compile_kernel(r"""
@@ -252,7 +255,7 @@ $LOOP:
     csize = int(rng.integers(2, 9))
     grid, block = csize * 3, 64
     out = K.poison(grid * block, np.uint32, rng)
-    k.launch((grid,), (block,), [out, 20], cluster=(csize,))
+    k.launch((grid,), (block,), [out, 20], cluster=(csize,), cooperative=cooperative)
     assert np.array_equal(out, np.zeros(grid * block, np.uint32))
 
 

@@ -84,8 +84,14 @@ class CaptureRecorder(BackendStream):
         self._op(graphmod.MEMSET, "memset", ptr, value, elem_size, count, pitch, height)
 
     def launch(self, function, grid, block, shared_bytes, params, cooperative=False):
+        # A backend function launched by the driver's own paths (not cuLaunchKernel*, which calls kernel()):
+        # `cooperative` is the backend's launch flags, clusters included, replayed as they are.
         self._op(graphmod.KERNEL, "launch", function, tuple(grid), tuple(block), shared_bytes, bytes(params),
                  cooperative)
+
+    def kernel(self, params: dict) -> None:
+        """A launch of a driver Function: a kernel node like cuGraphAddKernelNode's (graph.kernel_node)."""
+        self._add(graphmod.kernel_node(**params))
 
     def host_func(self, fn):
         self._op(graphmod.HOST, "host_func", fn)

@@ -121,7 +121,14 @@ class GraphExec:
         self.flags = flags
         self.ctx = ctxmod.current_context()
         self.graph, self.mapping = graph.clone()     # original node -> the executable's copy
-        self.steps = self.graph.order()
+        try:
+            self.steps = self.graph.order()
+            _kernels().prepare(self.graph)           # each kernel node's launch, checked as a stream launch's
+        except CudaError as e:
+            if getattr(e, "node", None) is not None:     # the copy that failed -> the caller's node
+                e.node = next((orig for orig, copy in self.mapping.items() if copy is e.node), None)
+            self.graph.destroy()
+            raise
         self.disabled: set = set()
         handles.new(self)
 
@@ -180,7 +187,15 @@ def _write_nodes(nodes, out, count_ptr, what):
 
 # --- node kinds: how each one replays -------------------------------------------------------------------
 def _replay_kernel(stream, p):
-    stream.launch(p["function"].backend_fn, p["grid"], p["block"], p["shared"], p["args"], p.get("cooperative", False))
+    if stream.capture is not None:
+        # a graph launched into a capturing stream: its kernel nodes are recorded as kernel nodes, with their
+        # attributes (the launch flags are fixed when that graph is instantiated)
+        stream.capture.kernel({k: v for k, v in p.items() if k != "flags"})
+        return
+    flags = p.get("flags")
+    if flags is None:       # every executable's kernel node has its flags (graph_kernel.prepare): a safety net
+        flags = _kernels().launch_flags(p)
+    stream.launch(p["function"].backend_fn, p["grid"], p["block"], p["shared"], p["args"], flags)
 
 
 def _replay_backend_op(stream, p):
@@ -218,9 +233,10 @@ def _replay_event_wait(stream, p):
     stream.begin().wait(p["event"].backend)
 
 
-def kernel_node(function, grid, block, shared, args: bytes, cooperative=False) -> Node:
+def kernel_node(function, grid, block, shared, args: bytes, attrs=None) -> Node:
+    """A kernel node; `attrs` its launch attributes (graph_kernel.py: CUlaunchAttributeID -> 64-byte value)."""
     return Node(KERNEL, _replay_kernel, function=function, grid=tuple(grid), block=tuple(block), shared=shared,
-                args=bytes(args), cooperative=cooperative)
+                args=bytes(args), attrs=dict(attrs or {}))
 
 
 def backend_op_node(kind: int, op: str, args: tuple) -> Node:
@@ -241,7 +257,7 @@ def _read_kernel_params(ptr: int, v2: bool = True) -> dict:
     if kparams and extra:
         raise CudaError(CUDA_ERROR_INVALID_VALUE, "both kernelParams and extra are given")
     args = launchmod.pack_extra(f, extra) if extra else launchmod.pack_kernel_params(f, kparams)
-    return dict(function=f, grid=grid, block=block, shared=shared, args=args, cooperative=False)
+    return dict(function=f, grid=grid, block=block, shared=shared, args=args, attrs={})
 
 
 def _write_kernel_params(node: Node, ptr: int) -> None:
@@ -291,6 +307,12 @@ def _mem():
     """Graph memory nodes (graph_mem.py imports this module): their rules at the points they apply."""
     from zluda_py.driver import graph_mem
     return graph_mem
+
+
+def _kernels():
+    """Kernel nodes' launch attributes and launch checks (graph_kernel.py imports this module)."""
+    from zluda_py.driver import graph_kernel
+    return graph_kernel
 
 
 # --- graphs ---------------------------------------------------------------------------------------------
@@ -435,8 +457,9 @@ def graph_kernel_node_set_params(hnode, params):
     n = node_from_handle(hnode)
     if n.kind != KERNEL:
         raise CudaError(CUDA_ERROR_INVALID_VALUE, "not a kernel node")
-    n.params = _read_kernel_params(params)
-    n._replay = _replay_kernel
+    p = _read_kernel_params(params)
+    p["attrs"] = n.params.get("attrs", {})      # the node's attributes are not its parameters: kept
+    n.params, n._replay = p, _replay_kernel
 
 
 @export("cuGraphMemsetNodeGetParams")
@@ -597,13 +620,18 @@ def graph_debug_dot_print(hgraph, path, flags):
 
 
 # --- executables ----------------------------------------------------------------------------------------
-def _instantiate(ph, hgraph, flags):
+def _instantiate(ph, hgraph, flags, error_node=0):
     g = graph_from_handle(hgraph)
     if not ph:
         raise CudaError(CUDA_ERROR_INVALID_VALUE, "phGraphExec is NULL")
     if g.capturing is not None:
         raise CudaError(CUDA_ERROR_INVALID_VALUE, "the graph is being captured into")
-    ex = GraphExec(g, flags)
+    try:
+        ex = GraphExec(g, flags)
+    except CudaError as e:
+        if error_node and getattr(e, "node", None) is not None:
+            cmem.write_ptr(error_node, e.node.handle)      # the node whose launch is impossible
+        raise
     try:
         _mem().on_instantiate(g, ex)
     except CudaError:
@@ -618,7 +646,12 @@ def graph_instantiate(ph, hgraph, error_node, log_buffer, log_size):
         cmem.write_ptr(error_node, 0)
     if log_buffer and log_size:
         cmem.write_bytes(log_buffer, b"\0")
-    _instantiate(ph, hgraph, 0)
+    try:
+        _instantiate(ph, hgraph, 0, error_node)
+    except CudaError as e:
+        if log_buffer and log_size:     # the reason, where the caller looks for it
+            cmem.write_bytes(log_buffer, e.message.encode(errors="replace")[:log_size - 1] + b"\0")
+        raise
 
 
 @export("cuGraphInstantiateWithFlags")
@@ -635,7 +668,7 @@ def graph_instantiate_with_params(ph, hgraph, params):
         raise CudaError(CUDA_ERROR_INVALID_VALUE, "instantiateParams is NULL")
     flags, upload_stream, _err, _res = _INSTANTIATE_PARAMS.unpack(cmem.read_bytes(params, _INSTANTIATE_PARAMS.size))
     try:
-        _instantiate(ph, hgraph, flags)
+        _instantiate(ph, hgraph, flags, params + 16)
     except CudaError:
         cmem.write_u32(params + 24, 2)      # CUDA_GRAPH_INSTANTIATE_ERROR
         raise
@@ -690,7 +723,12 @@ def graph_exec_kernel_node_set_params(hexec, hnode, params):
     n = exec_from_handle(hexec).node(hnode)
     if n.kind != KERNEL:
         raise CudaError(CUDA_ERROR_INVALID_VALUE, "not a kernel node")
-    n.params, n._replay = _read_kernel_params(params), _replay_kernel
+    p = _read_kernel_params(params)
+    p["attrs"] = n.params.get("attrs", {})      # new parameters, the node's attributes kept
+    # the executable is built: its new launch is checked now (a bad cluster shape answers here), as its
+    # instantiation checked the old one, and the executable is left as it was
+    p["flags"] = _kernels().launch_flags(p)
+    n.params, n._replay = p, _replay_kernel
 
 
 @export("cuGraphExecMemsetNodeSetParams")
@@ -722,7 +760,13 @@ def graph_exec_child_graph_node_set_params(hexec, hnode, child):
     n = exec_from_handle(hexec).node(hnode)
     if n.kind != GRAPH:
         raise CudaError(CUDA_ERROR_INVALID_VALUE, "not a child graph node")
-    n.params = dict(graph=graph_from_handle(child).clone()[0])
+    copy = graph_from_handle(child).clone()[0]
+    try:
+        _kernels().prepare(copy)        # its kernel nodes checked, as the executable's instantiation did
+    except CudaError:
+        copy.destroy()
+        raise
+    n.params = dict(graph=copy)
 
 
 @export("cuGraphExecEventRecordNodeSetEvent", "cuGraphExecEventWaitNodeSetEvent")

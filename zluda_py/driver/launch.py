@@ -16,7 +16,7 @@ from zluda_py.driver.device import device_props
 from zluda_py.driver.module import Function, get_function
 from zluda_py.errors import (CudaError, CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE, CUDA_ERROR_INVALID_VALUE,
                              CUDA_ERROR_INVALID_CONTEXT, CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES,
-                             CUDA_ERROR_INVALID_CLUSTER_SIZE, CUDA_ERROR_NOT_SUPPORTED)
+                             CUDA_ERROR_INVALID_CLUSTER_SIZE)
 
 CU_LAUNCH_PARAM_END = 0x0
 CU_LAUNCH_PARAM_BUFFER_POINTER = 0x1
@@ -30,6 +30,7 @@ ATTR_IGNORE = 0
 ATTR_COOPERATIVE = 2
 ATTR_CLUSTER_DIMENSION = 4
 ATTR_PRIORITY = 8
+ATTRIBUTE_VALUE_SIZE = 64       # the CUlaunchAttributeValue union
 _ATTRIBUTE_SIZE = 72            # id (4) + pad (4) + 64-byte value union
 _LAUNCH_CONFIG = struct.Struct("<7I4xQQI")
 
@@ -161,6 +162,37 @@ def cluster_shape(f, grid, cluster):
     return cluster, True
 
 
+def launch_flags(f, grid, block, shared, cooperative, shape) -> int:
+    """The backend's flags for a launch of `f` in clusters of `shape` (cluster_shape's answer), after a cooperative
+    launch's checks: more blocks than can be co-resident (COOPERATIVE_LAUNCH_TOO_LARGE). Stream launches and graph
+    kernel nodes both answer these."""
+    dims, explicit = shape
+    if cooperative:
+        attrs = device_props(f.device).attributes
+        from zluda_py.driver.occupancy import max_active_blocks
+        most = max_active_blocks(f, block[0] * block[1] * block[2], shared) * attrs.get(_MULTIPROCESSOR_COUNT, 1)
+        blocks = grid[0] * grid[1] * grid[2]
+        if blocks > most:
+            raise CudaError(CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE,
+                            f"{f.name}: cooperative grid of {blocks} blocks > {most} co-resident blocks")
+    flags = int(bool(cooperative))
+    if explicit:
+        from ptx.runtime import cluster_flags
+        flags |= cluster_flags(dims)
+    return flags
+
+
+def launch_attributes(cluster, cooperative) -> dict:
+    """The CUlaunchAttributeValue (64 bytes) of each launch attribute that changes a launch, by
+    CUlaunchAttributeID: what a captured launch's kernel node holds."""
+    attrs = {}
+    if cooperative:
+        attrs[ATTR_COOPERATIVE] = struct.pack("<i", 1).ljust(ATTRIBUTE_VALUE_SIZE, b"\0")
+    if cluster is not None:
+        attrs[ATTR_CLUSTER_DIMENSION] = struct.pack("<3I", *cluster).ljust(ATTRIBUTE_VALUE_SIZE, b"\0")
+    return attrs
+
+
 def launch(hfunc, grid, block, shared, hstream, kernel_params, extra, per_thread=False, cooperative=False,
            packed=None, cluster=None):
     """Every launch's checks and enqueue; `packed` is a parameter buffer the caller built (the legacy API);
@@ -182,23 +214,15 @@ def launch(hfunc, grid, block, shared, hstream, kernel_params, extra, per_thread
         params = packed
     else:
         params = pack_extra(f, extra) if extra else pack_kernel_params(f, kernel_params)
-    if cooperative:
-        attrs = device_props(f.device).attributes
-        from zluda_py.driver.occupancy import max_active_blocks
-        most = max_active_blocks(f, block[0] * block[1] * block[2], shared) * attrs.get(_MULTIPROCESSOR_COUNT, 1)
-        blocks = grid[0] * grid[1] * grid[2]
-        if blocks > most:
-            raise CudaError(CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE,
-                            f"{f.name}: cooperative grid of {blocks} blocks > {most} co-resident blocks")
-    flags = bool(cooperative)
-    if explicit:
-        if cooperative and dims != (1, 1, 1):
-            raise CudaError(CUDA_ERROR_NOT_SUPPORTED, f"{f.name}: a cooperative launch of clusters {dims} "
-                                                      "(clusters and grid barriers together are not implemented)")
-        from ptx.runtime import cluster_flags
-        flags = cluster_flags(dims) | int(bool(cooperative))
+    flags = launch_flags(f, grid, block, shared, cooperative, (dims, explicit))
     s = streammod.resolve_stream(hstream, per_thread)
-    s.launch(f.backend_fn, grid, block, shared, params, flags)
+    if s.capture is not None:
+        # A captured launch becomes a kernel node as cuGraphAddKernelNode makes one, its cluster dimension and
+        # cooperative launch as the node's attributes: cuGraphKernelNode{Get,Set}{Params,Attribute} see it.
+        s.capture.kernel(dict(function=f, grid=grid, block=block, shared=shared, args=params,
+                              attrs=launch_attributes(cluster, cooperative)))
+    else:
+        s.launch(f.backend_fn, grid, block, shared, params, flags)
     if fastpath.ON and not (cooperative or explicit or extra or packed is not None):
         fastpath.launched(hfunc, ctx, f)        # the C fast path may make the next such launch
 
