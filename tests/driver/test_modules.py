@@ -705,6 +705,34 @@ def test_launch_kernel_ex_attributes_and_per_thread_stream(cu, kptx):
 
 
 @needs_compiler
+def test_launch_kernel_ex_portable_cluster_size_mode(cu, kptx):
+    """CU_LAUNCH_ATTRIBUTE_PORTABLE_CLUSTER_SIZE_MODE (CUDA 13 headers, id 17): 16 CTAs need a non-portable size,
+    allowed by the mode (2) or by CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED under the default mode (0),
+    never under REQUIRE_PORTABLE (1); CU_LAUNCH_ATTRIBUTE_SHARED_MEMORY_MODE (18) is a hint; 19 is past the enum."""
+    mod = load_data(cu, kptx)[1]
+    f = get_function(cu, mod, "add_base")[1]
+    n = 700
+    c16, c8 = (4, struct.pack("<3I", 16, 1, 1)), (4, struct.pack("<3I", 8, 1, 1))
+    mode = lambda m: (17, struct.pack("<i", m))
+    cases = [((c16,), 912), ((c16, mode(0)), 912), ((c16, mode(1)), 912), ((c16, mode(2)), CUDA_SUCCESS),
+             ((c8, mode(1)), CUDA_SUCCESS), ((c8, mode(3)), INVALID_VALUE), ((c8, (18, struct.pack("<i", 0))), CUDA_SUCCESS),
+             ((c8, (19, b"")), INVALID_VALUE), ("allow", None), ((c16,), CUDA_SUCCESS), ((c16, mode(1)), 912)]
+    for attrs, want in cases:
+        if attrs == "allow":
+            ok(cu.cuFuncSetAttribute(ctypes.c_uint64(f), 14, 1))    # NON_PORTABLE_CLUSTER_SIZE_ALLOWED
+            continue
+        out = np.full(n, -1, np.int32)
+        with Buf(cu, out) as dout:
+            arr, keep = kernel_params(ctypes.c_uint64(dout.ptr.value), ctypes.c_int(n))
+            cfg, keep2 = launch_config((16, 1, 1), (128, 1, 1), attrs=attrs)
+            assert cu.cuLaunchKernelEx(cfg, ctypes.c_uint64(f), arr, None) == want, attrs
+            if want == CUDA_SUCCESS:
+                got = dout.get(np.int32)
+                assert (got - np.arange(n) == got[0]).all()
+    ok(cu.cuModuleUnload(ctypes.c_uint64(mod)))
+
+
+@needs_compiler
 def test_load_data_ex_error_log(cu):
     bad = b".version 8.0\n.target sm_86\n.address_size 64\n.visible .entry k() { bogus.instruction; }\n"
     log_buf = ctypes.create_string_buffer(512)

@@ -71,7 +71,8 @@ def launch_flags(p: dict) -> int:
     """The backend's launch flags of a kernel node's parameters, or the CudaError a stream launch of the same
     kernel, grid, block and attributes answers (its grid and block were checked when they were set)."""
     f, grid, attrs = p["function"], p["grid"], p.get("attrs", {})
-    shape = launchmod.cluster_shape(f, grid, cluster_of(attrs))
+    portable = struct.unpack_from("<i", attrs.get(launchmod.ATTR_PORTABLE_CLUSTER_SIZE_MODE, _ZERO))[0]
+    shape = launchmod.cluster_shape(f, grid, cluster_of(attrs), portable)
     return launchmod.launch_flags(f, grid, p["block"], p["shared"], cooperative_of(attrs), shape)
 
 

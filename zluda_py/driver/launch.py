@@ -30,6 +30,8 @@ ATTR_IGNORE = 0
 ATTR_COOPERATIVE = 2
 ATTR_CLUSTER_DIMENSION = 4
 ATTR_PRIORITY = 8
+ATTR_PORTABLE_CLUSTER_SIZE_MODE = 17     # CUlaunchAttributePortableClusterMode: 0 default, 1 portable, 2 not
+ATTR_MAX = 19                            # CU_LAUNCH_ATTRIBUTE_MAX of the CUDA 13 headers the decls come from
 ATTRIBUTE_VALUE_SIZE = 64       # the CUlaunchAttributeValue union
 _ATTRIBUTE_SIZE = 72            # id (4) + pad (4) + 64-byte value union
 _LAUNCH_CONFIG = struct.Struct("<7I4xQQI")
@@ -134,11 +136,21 @@ PORTABLE_CLUSTER_SIZE = 8
 MAX_CLUSTER_SIZE = 16
 
 
-def cluster_shape(f, grid, cluster):
+def cluster_limit(f, portable=0) -> int:
+    """The most CTAs a cluster of `f` may have under CU_LAUNCH_ATTRIBUTE_PORTABLE_CLUSTER_SIZE_MODE `portable`:
+    the default follows CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1 requires a portable size, 2 allows
+    a non-portable one."""
+    if portable == 1:
+        return PORTABLE_CLUSTER_SIZE
+    return MAX_CLUSTER_SIZE if portable == 2 or f.settable.get(14) else PORTABLE_CLUSTER_SIZE
+
+
+def cluster_shape(f, grid, cluster, portable=0):
     """(dims, explicit) of a launch of `f` with the launch attribute's cluster dims (None: no attribute), or
     CUDA_ERROR_INVALID_CLUSTER_SIZE as NVIDIA's driver answers: a zero dimension, a grid that is no multiple
-    of the cluster, more than 8 CTAs (16 with CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED), or dims
-    other than the kernel's .reqnctapercluster (__cluster_dims__), which a launch without the attribute gets."""
+    of the cluster, more than 8 CTAs (16 with CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED or the
+    launch's portable-cluster-size mode allowing it: cluster_limit), or dims other than the kernel's
+    .reqnctapercluster (__cluster_dims__), which a launch without the attribute gets."""
     required, explicit_directive = f.cluster_requirement()
     if cluster is None:
         if required is None:
@@ -153,7 +165,7 @@ def cluster_shape(f, grid, cluster):
     if any(g % c for g, c in zip(grid, cluster)):
         raise CudaError(CUDA_ERROR_INVALID_CLUSTER_SIZE, f"grid {tuple(grid)} is not a multiple of cluster {cluster}")
     size = cluster[0] * cluster[1] * cluster[2]
-    most = MAX_CLUSTER_SIZE if f.settable.get(14) else PORTABLE_CLUSTER_SIZE   # NON_PORTABLE_CLUSTER_SIZE_ALLOWED
+    most = cluster_limit(f, portable)
     if size > most:
         raise CudaError(CUDA_ERROR_INVALID_CLUSTER_SIZE,
                         f"{f.name}: cluster {cluster} of {size} CTAs > {most}"
@@ -182,7 +194,7 @@ def launch_flags(f, grid, block, shared, cooperative, shape) -> int:
     return flags
 
 
-def launch_attributes(cluster, cooperative) -> dict:
+def launch_attributes(cluster, cooperative, portable=0) -> dict:
     """The CUlaunchAttributeValue (64 bytes) of each launch attribute that changes a launch, by
     CUlaunchAttributeID: what a captured launch's kernel node holds."""
     attrs = {}
@@ -190,11 +202,13 @@ def launch_attributes(cluster, cooperative) -> dict:
         attrs[ATTR_COOPERATIVE] = struct.pack("<i", 1).ljust(ATTRIBUTE_VALUE_SIZE, b"\0")
     if cluster is not None:
         attrs[ATTR_CLUSTER_DIMENSION] = struct.pack("<3I", *cluster).ljust(ATTRIBUTE_VALUE_SIZE, b"\0")
+    if portable:
+        attrs[ATTR_PORTABLE_CLUSTER_SIZE_MODE] = struct.pack("<i", portable).ljust(ATTRIBUTE_VALUE_SIZE, b"\0")
     return attrs
 
 
 def launch(hfunc, grid, block, shared, hstream, kernel_params, extra, per_thread=False, cooperative=False,
-           packed=None, cluster=None):
+           packed=None, cluster=None, portable=0):
     """Every launch's checks and enqueue; `packed` is a parameter buffer the caller built (the legacy API);
     `cluster` the CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION of cuLaunchKernelEx (None: none given)."""
     init.require_init()
@@ -207,7 +221,7 @@ def launch(hfunc, grid, block, shared, hstream, kernel_params, extra, per_thread
     # A bad shape is CUDA_ERROR_INVALID_VALUE for every caller: on an H200 with CUDA 13.0, cudart programs
     # see cudaErrorInvalidValue for oversized, zero and out-of-range blocks and grids (samples/error_paths).
     check_configuration(f, grid, block, shared, CUDA_ERROR_INVALID_VALUE)
-    dims, explicit = cluster_shape(f, grid, cluster)
+    dims, explicit = cluster_shape(f, grid, cluster, portable)
     if kernel_params and extra:
         raise CudaError(CUDA_ERROR_INVALID_VALUE, "both kernelParams and extra are given")
     if packed is not None:
@@ -220,7 +234,7 @@ def launch(hfunc, grid, block, shared, hstream, kernel_params, extra, per_thread
         # A captured launch becomes a kernel node as cuGraphAddKernelNode makes one, its cluster dimension and
         # cooperative launch as the node's attributes: cuGraphKernelNode{Get,Set}{Params,Attribute} see it.
         s.capture.kernel(dict(function=f, grid=grid, block=block, shared=shared, args=params,
-                              attrs=launch_attributes(cluster, cooperative)))
+                              attrs=launch_attributes(cluster, cooperative, portable)))
     else:
         s.launch(f.backend_fn, grid, block, shared, params, flags)
     if fastpath.ON and not (cooperative or explicit or extra or packed is not None):
@@ -248,14 +262,16 @@ def launch_cooperative_kernel_ptsz(f, gx, gy, gz, bx, by, bz, shared, hstream, k
 
 
 def read_launch_config(config: int):
-    """(grid, block, shared, stream, cooperative, cluster) from a CUlaunchConfig; cluster is None without a
-    CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION."""
+    """(grid, block, shared, stream, cooperative, cluster, portable) from a CUlaunchConfig; cluster is None without
+    a CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, portable its CU_LAUNCH_ATTRIBUTE_PORTABLE_CLUSTER_SIZE_MODE (0 without
+    one)."""
     if not config:
         raise CudaError(CUDA_ERROR_INVALID_VALUE, "config is NULL")
     gx, gy, gz, bx, by, bz, shared, hstream, attrs, nattrs = _LAUNCH_CONFIG.unpack(
         cmem.read_bytes(config, _LAUNCH_CONFIG.size, "config"))
     cooperative = False
     cluster = None                  # no cluster attribute (a kernel's .reqnctapercluster may still apply)
+    portable = 0
     if nattrs and not attrs:
         raise CudaError(CUDA_ERROR_INVALID_VALUE, f"config has {nattrs} attributes and attrs is NULL")
     for i in range(nattrs):
@@ -265,17 +281,21 @@ def read_launch_config(config: int):
             cooperative = struct.unpack_from("<i", raw, 8)[0] != 0
         elif attr_id == ATTR_CLUSTER_DIMENSION:
             cluster = struct.unpack_from("<3I", raw, 8)
-        elif attr_id > 16:
+        elif attr_id == ATTR_PORTABLE_CLUSTER_SIZE_MODE:
+            portable = struct.unpack_from("<i", raw, 8)[0]
+            if portable not in (0, 1, 2):
+                raise CudaError(CUDA_ERROR_INVALID_VALUE, f"portable cluster size mode {portable}")
+        elif attr_id >= ATTR_MAX:
             raise CudaError(CUDA_ERROR_INVALID_VALUE, f"unknown launch attribute {attr_id}")
         # Other attributes (priority, access policy, sync domains, programmatic serialisation, ...) are
         # scheduling hints with no effect on the result of a launch here.
-    return (gx, gy, gz), (bx, by, bz), shared, hstream, cooperative, cluster
+    return (gx, gy, gz), (bx, by, bz), shared, hstream, cooperative, cluster, portable
 
 
 def _launch_ex(config, f, kernel_params, extra, per_thread):
-    grid, block, shared, hstream, cooperative, cluster = read_launch_config(config)
+    grid, block, shared, hstream, cooperative, cluster, portable = read_launch_config(config)
     launch(f, grid, block, shared, hstream, kernel_params, extra, per_thread=per_thread, cooperative=cooperative,
-           cluster=cluster)
+           cluster=cluster, portable=portable)
 
 
 @export("cuLaunchKernelEx")

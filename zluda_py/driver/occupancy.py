@@ -204,17 +204,17 @@ def occupancy_available_dynamic_smem(size_out, hfunc, num_blocks, block_size):
 
 @export("cuOccupancyMaxActiveClusters")
 def occupancy_max_active_clusters(value_out, hfunc, config):
-    from zluda_py.driver.launch import read_launch_config
+    from zluda_py.driver.launch import cluster_limit, read_launch_config
     f = get_function(hfunc)
     if not value_out:
         raise CudaError(CUDA_ERROR_INVALID_VALUE, "numClusters is NULL")
-    _grid, block, shared, _s, _coop, cluster = read_launch_config(config)
+    _grid, block, shared, _s, _coop, cluster, portable = read_launch_config(config)
     if cluster is None:     # the kernel's __cluster_dims__, else clusters of one
         cluster = f.cluster_requirement()[0] or (1, 1, 1)
     size = cluster[0] * cluster[1] * cluster[2]
     if size <= 0:
         raise CudaError(CUDA_ERROR_INVALID_CLUSTER_SIZE, f"cluster dimension {cluster} has a zero")
-    if size > (16 if f.settable.get(14) else 8):      # NON_PORTABLE_CLUSTER_SIZE_ALLOWED
+    if size > cluster_limit(f, portable):
         raise CudaError(CUDA_ERROR_INVALID_CLUSTER_SIZE, f"cluster {cluster} is too large")
     blocks = max_active_blocks(f, block[0] * block[1] * block[2], shared) * _attrs(f).get(_MULTIPROCESSOR_COUNT, 1)
     cmem.write_i32(value_out, blocks // size)
@@ -225,11 +225,11 @@ def occupancy_max_potential_cluster_size(value_out, hfunc, config):
     """The largest cluster a launch of the config could have: 8 CTAs (portable), 16 once
     CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED is set; a kernel's .reqnctapercluster is its size.
     (The CPU backend runs a cluster's CTAs as fibers of one worker: any block size fits.)"""
-    from zluda_py.driver.launch import read_launch_config
+    from zluda_py.driver.launch import cluster_limit, read_launch_config
     f = get_function(hfunc)
     if not value_out:
         raise CudaError(CUDA_ERROR_INVALID_VALUE, "clusterSize is NULL")
-    read_launch_config(config)
+    portable = read_launch_config(config)[-1]
     required = f.cluster_requirement()[0]
-    size = required[0] * required[1] * required[2] if required else (16 if f.settable.get(14) else 8)
+    size = required[0] * required[1] * required[2] if required else cluster_limit(f, portable)
     cmem.write_i32(value_out, size)
