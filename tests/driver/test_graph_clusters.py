@@ -349,6 +349,17 @@ def bad_shapes():
     log = ctypes.create_string_buffer(64)
     out["instantiate_v1"] = [lib.cuGraphInstantiate_v2(P(ex), g, P(err), log, ctypes.c_size_t(64)),
                              err.value == node.value, len(log.value) > 0]
+    # and cuGraphInstantiateWithParams: CUDA_GRAPH_INSTANTIATE_PARAMS {flags, hUploadStream, hErrNode_out,
+    # result_out}: the node, and CUDA_GRAPH_INSTANTIATE_ERROR (1); a good graph gets SUCCESS (0) and no node
+    prm = ctypes.create_string_buffer(struct.pack("<QQQi4x", 0, 0, 7, 9), 32)
+    rc = lib.cuGraphInstantiateWithParams(P(ex), g, prm)
+    _, _, bad_node, result = struct.unpack("<QQQi4x", prm.raw)
+    good = new_graph()
+    add_kernel(good, "knop", (6, 1, 1))
+    prm2 = ctypes.create_string_buffer(struct.pack("<QQQi4x", 0, 0, 7, 9), 32)
+    rc2 = lib.cuGraphInstantiateWithParams(P(ex), good, prm2)
+    _, _, none_node, result2 = struct.unpack("<QQQi4x", prm2.raw)
+    out["instantiate_with_params"] = [rc, bad_node == node.value, result, rc2, none_node, result2]
     R["bad"] = out
 guarded("bad_shapes", bad_shapes)
 print("RESULT " + json.dumps(R))
@@ -440,4 +451,5 @@ def test_bad_cluster_shapes_fail_instantiation(results):
         "size8": SUCCESS, "fixed_grid_not_dividing": INVALID_CLUSTER_SIZE,
         "fixed_attr_disagrees": INVALID_CLUSTER_SIZE, "fixed_attr_agrees": SUCCESS, "zero_is_no_attribute": SUCCESS,
         "coop_small": SUCCESS, "coop_too_large": COOPERATIVE_TOO_LARGE, "in_child_graph": INVALID_CLUSTER_SIZE,
-        "instantiate_v1": [INVALID_CLUSTER_SIZE, True, True]}
+        "instantiate_v1": [INVALID_CLUSTER_SIZE, True, True],
+        "instantiate_with_params": [INVALID_CLUSTER_SIZE, True, 1, SUCCESS, 0, 0]}

@@ -670,7 +670,7 @@ def graph_instantiate_with_params(ph, hgraph, params):
     try:
         _instantiate(ph, hgraph, flags, params + 16)
     except CudaError:
-        cmem.write_u32(params + 24, 2)      # CUDA_GRAPH_INSTANTIATE_ERROR
+        cmem.write_u32(params + 24, 1)      # CUDA_GRAPH_INSTANTIATE_ERROR: the reason is the returned code
         raise
     cmem.write_u64(params + 16, 0)
     cmem.write_u32(params + 24, 0)          # CUDA_GRAPH_INSTANTIATE_SUCCESS
