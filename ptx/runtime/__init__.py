@@ -13,7 +13,8 @@ API (what ptx.host / the codegen uses):
         block_fn: address of a ptx_block_fn (int); params: address (int) of the packed parameter
         buffer, or bytes/bytearray/memoryview/ctypes object holding it; grid, block: int or 1-3 ints.
         Runs the whole grid on the worker pool with the GIL released and returns when it is done:
-        OK (0), TRAP (1), ASSERT (2) or BAD_LAUNCH (3). Device printf output has been written to
+        OK (0), TRAP (1), ASSERT (2), BAD_LAUNCH (3), FAULT (4: a memory fault, ptx_rt_last_fault) or MISALIGNED
+        (5: a misaligned surface access). Device printf output has been written to
         stdout (the C FILE*) by then. cooperative=True allows ptx_rt_grid_sync (one fiber per block);
         an int is the launch's flags (COOPERATIVE, or cluster_flags(dims) for a thread-block cluster launch).
     runtime.libcalls() -> dict[str, int]
