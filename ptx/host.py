@@ -136,9 +136,9 @@ class HostKernel:
             raise KernelFault("assert", f"assertion failed in kernel {self.name}")
         if status == getattr(runtime, "BAD_LAUNCH", 3):
             raise ValueError(f"launch of {self.name} refused by the runtime (resources)")
-        if status == _FAULT:
+        if status == runtime.FAULT:     # a block touched memory it may not (ptxrt.h, "memory faults in kernels")
             raise KernelFault("fault", _fault_message(self.name, g))
-        if status == _MISALIGNED:
+        if status == runtime.MISALIGNED:    # an access not aligned to its size (a surface's, ops_surf.py)
             raise KernelFault("misaligned", f"kernel {self.name}: misaligned address")
         if status != 0:
             raise KernelFault("fault", f"kernel {self.name} status {status}")
@@ -177,10 +177,6 @@ class LazyKernel(HostKernel):
 
     def __repr__(self):
         return f"<LazyKernel {self.name} params={self.params} loaded={self.loaded}>"
-
-
-_FAULT = 4      # PTXRT_FAULT: a block touched memory it may not (ptxrt.h, "memory faults in kernels")
-_MISALIGNED = 5     # PTXRT_MISALIGNED: an access not aligned to its size (a surface's, ops_surf.py)
 
 
 class _FaultInfo(ctypes.Structure):     # ptx_fault_info

@@ -23,7 +23,7 @@ API (what ptx.host / the codegen uses):
     runtime.num_workers() -> int         threads running blocks (the launching thread included)
     runtime.library_path() -> str        the built libptxrt .so
     runtime.HEADER                       path of ptxrt.h (the ABI)
-    runtime.OK, TRAP, ASSERT, BAD_LAUNCH, COOPERATIVE
+    runtime.OK, TRAP, ASSERT, BAD_LAUNCH, FAULT, MISALIGNED, COOPERATIVE
 
 The library is compiled on first use (see build.py) and loaded with ctypes.
 """
@@ -38,7 +38,7 @@ from pathlib import Path
 from ptx.runtime.build import RuntimeBuildError, ensure_built  # noqa: F401
 from ptx.runtime.texture import ENTRY_POINTS as TEXTURE_ENTRY_POINTS
 
-OK, TRAP, ASSERT, BAD_LAUNCH = 0, 1, 2, 3
+OK, TRAP, ASSERT, BAD_LAUNCH, FAULT, MISALIGNED = 0, 1, 2, 3, 4, 5     # ptxrt.h's PTXRT_* statuses
 COOPERATIVE = 1
 CLUSTER = 4
 

@@ -693,6 +693,29 @@ static int cluster_prepare(struct slot *s, struct job *j) {
     return 0;
 }
 
+/* The linear block id of CTA r (its %cluster_ctarank) of cluster c, clusters and their CTAs numbered x fastest. */
+static uint64_t cluster_block(const struct job *j, uint64_t c, uint32_t r) {
+    const uint32_t *g = j->L.grid, *cd = j->cdim;
+    uint64_t ncx = g[0] / cd[0], ncy = g[1] / cd[1];
+    uint64_t cx = c % ncx, cy = c / ncx % ncy, cz = c / (ncx * ncy);
+    uint64_t x = cx * cd[0] + r % cd[0], y = cy * cd[1] + r / cd[0] % cd[1], z = cz * cd[2] + r / (cd[0] * cd[1]);
+    return x + g[0] * (y + (uint64_t)g[1] * z);
+}
+
+/* Makes fiber f (its shared memory in place) CTA r of the cluster whose barrier state is cs, that CTA's part
+   of the state cleared. */
+static void join_cluster(struct fiber *f, struct cluster_sync *cs, uint32_t r, uint32_t csize) {
+    f->ctx.cl = cs;
+    f->ctx.rank = r;
+    f->W.cluster_shared = (uint8_t *const *)cs->shared;
+    f->W.cluster_rank = r;
+    f->W.cluster_size = csize;
+    cs->shared[r] = f->W.shared;
+    cs->passed[r] = 0;
+    cs->done[r] = 0;
+    cs->inside[r] = 0;
+}
+
 /* Each worker takes one cluster at a time: starts its CTAs as fibers and round-robins them (each runs
    until it finishes or waits at a cluster barrier) until all have finished. */
 static void run_clusters(struct slot *s, struct job *j) {
@@ -701,36 +724,24 @@ static void run_clusters(struct slot *s, struct job *j) {
         return;
     }
     struct cluster_run *cl = s->cl;
-    const uint32_t *g = j->L.grid, *cd = j->cdim;
-    uint64_t ncx = g[0] / cd[0], ncy = g[1] / cd[1];
     for (;;) {
         if (atomic_load_explicit(&j->st.stop, memory_order_relaxed)) return;
         if (s->id && atomic_load_explicit(&P.running, memory_order_relaxed) > P.nworkers) return;
         uint64_t c = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
         if (c >= j->nclusters) return;
-        uint64_t cx = c % ncx, cy = c / ncx % ncy, cz = c / (ncx * ncy);
         for (uint32_t r = 0; r < j->csize; r++) {
-            uint64_t x = cx * cd[0] + r % cd[0], y = cy * cd[1] + r / cd[0] % cd[1], z = cz * cd[2] + r / (cd[0] * cd[1]);
             struct fiber *f = &cl->fibers[r];
-            f->block = x + g[0] * (y + (uint64_t)g[1] * z);
+            f->block = cluster_block(j, c, r);
             f->done = 0;
             f->ret = 0;
             f->ctx.slot = s;
             f->ctx.fiber = f;
             f->ctx.job = j;
-            f->ctx.cl = &cl->sync;
-            f->ctx.rank = r;
             f->W = s->W;
             f->W.shared = cl->arena + r * j->per_block;
             f->W.scratch = f->W.shared + j->shared_stride;
             f->W.rt_private = &f->ctx;
-            f->W.cluster_shared = (uint8_t *const *)cl->sync.shared;
-            f->W.cluster_rank = r;
-            f->W.cluster_size = j->csize;
-            cl->sync.shared[r] = f->W.shared;
-            cl->sync.passed[r] = 0;
-            cl->sync.done[r] = 0;
-            cl->sync.inside[r] = 0;
+            join_cluster(f, &cl->sync, r, j->csize);
             ctx_make(&f->uc, cl->stacks + r * cl->stack_size, cl->stack_size, fiber_entry, f);
         }
         for (uint32_t left = j->csize; left;) {
@@ -759,23 +770,10 @@ static void run_clusters(struct slot *s, struct job *j) {
    not grow; the CTAs that did not start count as finished so that no grid barrier waits for them. */
 static struct fiber *start_cooperative_cluster(struct slot *s, struct job *j, uint64_t c) {
     if (j->csize == 1) return start_fiber(s, j, c);
-    const uint32_t *g = j->L.grid, *cd = j->cdim;
-    uint64_t ncx = g[0] / cd[0], ncy = g[1] / cd[1];
-    uint64_t cx = c % ncx, cy = c / ncx % ncy, cz = c / (ncx * ncy);
-    struct cluster_sync *cs = &j->csync[c];
     struct fiber *first = NULL;
     for (uint32_t r = 0; r < j->csize; r++) {
-        uint64_t x = cx * cd[0] + r % cd[0], y = cy * cd[1] + r / cd[0] % cd[1], z = cz * cd[2] + r / (cd[0] * cd[1]);
-        struct fiber *f = start_fiber(s, j, x + g[0] * (y + (uint64_t)g[1] * z));
-        f->ctx.cl = cs;
-        f->ctx.rank = r;
-        f->W.cluster_shared = (uint8_t *const *)cs->shared;
-        f->W.cluster_rank = r;
-        f->W.cluster_size = j->csize;
-        cs->shared[r] = f->W.shared;
-        cs->passed[r] = 0;
-        cs->done[r] = 0;
-        cs->inside[r] = 0;
+        struct fiber *f = start_fiber(s, j, cluster_block(j, c, r));
+        join_cluster(f, &j->csync[c], r, j->csize);
         if (!r) {
             first = f;
         } else if (ready_push(s, f)) {
