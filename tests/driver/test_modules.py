@@ -659,6 +659,19 @@ def launch_config(grid, block, shared=0, stream=0, attrs=()):
     return cfg, attr_buf
 
 
+def _launch_ex_checked(cu, f, grid, attrs, want, n=700):
+    """cuLaunchKernelEx of add_base over `grid` blocks of 128 with these attributes answers `want`; when it
+    launches, the output is i + base_value, whatever base_value holds."""
+    out = np.full(n, -1, np.int32)
+    with Buf(cu, out) as dout:
+        arr, keep = kernel_params(ctypes.c_uint64(dout.ptr.value), ctypes.c_int(n))
+        cfg, keep2 = launch_config(grid, (128, 1, 1), attrs=attrs)
+        assert cu.cuLaunchKernelEx(cfg, ctypes.c_uint64(f), arr, None) == want, attrs
+        if want == CUDA_SUCCESS:
+            got = dout.get(np.int32)
+            assert (got - np.arange(n) == got[0]).all()
+
+
 @needs_compiler
 def test_launch_kernel_ex_attributes_and_per_thread_stream(cu, kptx):
     mod = load_data(cu, kptx)[1]
@@ -676,14 +689,7 @@ def test_launch_kernel_ex_attributes_and_per_thread_stream(cu, kptx):
                         (((4, struct.pack("<3I", 1, 1, 1)), (2, struct.pack("<i", 1))), CUDA_SUCCESS),
                         (((4, struct.pack("<3I", 2, 1, 1)), (2, struct.pack("<i", 1))), CUDA_SUCCESS),
                         (((99, b""),), INVALID_VALUE)):                                    # unknown id
-        out = np.full(n, -1, np.int32)
-        with Buf(cu, out) as dout:
-            arr, keep = kernel_params(ctypes.c_uint64(dout.ptr.value), ctypes.c_int(n))
-            cfg, keep2 = launch_config((6, 1, 1), (128, 1, 1), attrs=attrs)
-            assert cu.cuLaunchKernelEx(cfg, ctypes.c_uint64(f), arr, None) == want, attrs
-            if want == CUDA_SUCCESS:
-                got = dout.get(np.int32)
-                assert (got - np.arange(n) == got[0]).all()   # i + base_value, whatever base_value holds
+        _launch_ex_checked(cu, f, (6, 1, 1), attrs, want, n)
     # cudaStreamPerThread's entry point: stream 0 means this thread's stream
     out = np.full(n, -1, np.int32)
     with Buf(cu, out) as dout:
@@ -711,7 +717,6 @@ def test_launch_kernel_ex_portable_cluster_size_mode(cu, kptx):
     never under REQUIRE_PORTABLE (1); CU_LAUNCH_ATTRIBUTE_SHARED_MEMORY_MODE (18) is a hint; 19 is past the enum."""
     mod = load_data(cu, kptx)[1]
     f = get_function(cu, mod, "add_base")[1]
-    n = 700
     c16, c8 = (4, struct.pack("<3I", 16, 1, 1)), (4, struct.pack("<3I", 8, 1, 1))
     mode = lambda m: (17, struct.pack("<i", m))
     cases = [((c16,), 912), ((c16, mode(0)), 912), ((c16, mode(1)), 912), ((c16, mode(2)), CUDA_SUCCESS),
@@ -721,14 +726,7 @@ def test_launch_kernel_ex_portable_cluster_size_mode(cu, kptx):
         if attrs == "allow":
             ok(cu.cuFuncSetAttribute(ctypes.c_uint64(f), 14, 1))    # NON_PORTABLE_CLUSTER_SIZE_ALLOWED
             continue
-        out = np.full(n, -1, np.int32)
-        with Buf(cu, out) as dout:
-            arr, keep = kernel_params(ctypes.c_uint64(dout.ptr.value), ctypes.c_int(n))
-            cfg, keep2 = launch_config((16, 1, 1), (128, 1, 1), attrs=attrs)
-            assert cu.cuLaunchKernelEx(cfg, ctypes.c_uint64(f), arr, None) == want, attrs
-            if want == CUDA_SUCCESS:
-                got = dout.get(np.int32)
-                assert (got - np.arange(n) == got[0]).all()
+        _launch_ex_checked(cu, f, (16, 1, 1), attrs, want)
     ok(cu.cuModuleUnload(ctypes.c_uint64(mod)))
 
 
