@@ -75,7 +75,10 @@ static double check_gemm(int complex, int ta, int tb, int m, int n, int k, const
             double er = al[0] * sr - (complex ? al[1] * si : 0) + be[0] * cr - (complex ? be[1] * ci : 0);
             double ei = complex ? al[0] * si + al[1] * sr + be[0] * ci + be[1] * cr : 0;
             double gr = complex ? c[2 * at] : c[at], gi = complex ? c[2 * at + 1] : 0;
-            double scale = fabs(al[0]) * mag + fabs(be[0] * cr) + 1e-30;
+            /* complex scalars scale by their modulus: a small real part with a large imaginary one still
+             * carries the rounding of the whole product */
+            double scale = hypot(al[0], complex ? al[1] : 0) * mag + hypot(be[0], complex ? be[1] : 0) * hypot(cr, ci)
+                           + 1e-30;
             double e = (fabs(gr - er) + fabs(gi - ei)) / scale;
             if (!(e <= worst))
                 worst = isnan(e) ? INFINITY : e;
