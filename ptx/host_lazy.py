@@ -15,6 +15,7 @@ from ptx.errors import PTXError
 _TEX_SPACES = ("tex", "surf", "sampler", "texref", "surfref", "samplerref")
 # a global's definition in a kernel's IR -> a declaration: the one definition is in the globals' object
 _GLOBAL_DEF = re.compile(r'^(@"g\.[^"]*") = global (\[\d+ x i8\]) .*?(, align \d+)$', re.M)
+_DEFINES = re.compile(r"^(define|@)", re.M)     # IR that defines something: a function or a variable
 STATS = {"compiled": 0, "cached": 0, "failed": 0}     # kernels built per process (tests, benches read it)
 
 
@@ -114,10 +115,15 @@ def build_globals(module, fma_contract, opt_level, cpu, memcheck):
     hir = build_host_ir(globals_module(module), fma_contract=fma_contract, memcheck=memcheck)
     if any(r[4] not in hir.globals for r in hir.relocations):
         return None
+    meta = {"lazy": layouts(module), "globals": hir.globals, "relocations": hir.relocations,
+            "functions": {}, "fallback": "", "resources": {}, "undefined": []}
+    if not hir.globals and not _DEFINES.search(hir.text):
+        # nothing to compile (most modules: their kernels' own data only): no wait for the LLVM child, which
+        # the first kernel's compile then finds started
+        return meta, host_loader.empty_shared_object("the module's globals")
     obj = host_llc.compile_object(hir.text, host_target.cpu_name(cpu), opt_level, "the module's globals")
     host_target.check_object(obj, "the module's globals")
-    meta = {"lazy": layouts(module), "globals": hir.globals, "relocations": hir.relocations,
-            "functions": {}, "fallback": "", "resources": {}, "undefined": sorted(host_target.undefined_symbols(obj))}
+    meta["undefined"] = sorted(host_target.undefined_symbols(obj))
     return meta, host_loader.link(obj, "the module's globals")
 
 
@@ -189,8 +195,7 @@ class LazyKernels:
                     meta, so = got
                 else:
                     try:
-                        with host._llvm_lock:
-                            host._init_llvm()
+                        with host._llvm_lock:      # the LLVM work is the child's: llvmlite stays unloaded here
                             meta, so = build_kernel(self._ast(), kernel.name, fma_contract, opt_level, cpu,
                                                     memcheck, self.global_names)
                     except PTXError as e:

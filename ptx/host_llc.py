@@ -105,10 +105,17 @@ class _Child:
         self.err = tempfile.TemporaryFile()
         env = dict(os.environ)
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        # -S: no site module, whose .pth hooks (editable installs, numba's redirector) cost the child's start
+        # about 30 ms; the parent's own path finds the same llvmlite (a host program's embedded interpreter's
+        # path included)
+        import sysconfig
+        stdlib = {sysconfig.get_path("stdlib"), sysconfig.get_path("platstdlib")}
+        path = [root] + [p for p in sys.path if p and os.path.isdir(p) and p not in stdlib
+                         and os.path.basename(p) != "lib-dynload"]
+        env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(path))
         # the child is a plain interpreter: an inherited LD_PRELOAD (the shim) must not load into it
         env.pop("LD_PRELOAD", None)
-        self.proc = subprocess.Popen([python_executable(), "-m", "ptx.host_llc", "--serve"], cwd=root,
+        self.proc = subprocess.Popen([python_executable(), "-S", "-m", "ptx.host_llc", "--serve"], cwd=root,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.err, env=env)
 
     def _read(self, n, deadline):

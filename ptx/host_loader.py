@@ -74,6 +74,11 @@ def link(obj: bytes, what: str = "kernel code", needs_main: bool = False) -> byt
 _stub = None
 
 
+def empty_shared_object(what) -> bytes:
+    """A shared object that defines nothing, named by the placeholder: a module's globals when it has none."""
+    return _placeholder_stub(what)
+
+
 def _placeholder_stub(what) -> bytes:
     """An empty shared object whose soname is the placeholder, built once per process: every lazy kernel
     and barrier fallback links against it (a compiler run each cost ~45 ms)."""
