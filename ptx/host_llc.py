@@ -171,7 +171,18 @@ class _Child:
 
 
 _child = _Child()
+# a large module's parts compile in a second child at the same time (ir_split.py), where a second core is free;
+# started by the first such module (a process that compiles none pays nothing for it)
+_helper = _Child()
+SPLITS = {"modules": 0, "parts": 0}     # modules compiled in parts, and their parts (tests read it)
 TIMEOUT_ENV = "ZLUDA_COMPILE_TIMEOUT"
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def start():
@@ -195,6 +206,10 @@ def compile_object(ir: str, cpu: str, opt: int, what: str = "kernel code") -> by
         timeout = float(os.environ.get(TIMEOUT_ENV, "") or 3600)
     except ValueError:
         timeout = 3600.0
+    if opt >= 2 and _cores() > 1:
+        obj = _compile_split(ir, cpu, opt, timeout, what)
+        if obj is not None:
+            return obj
     try:
         return _child.compile(ir, cpu, opt, timeout, what)
     except PTXUnsupportedError as e:
@@ -206,6 +221,63 @@ def compile_object(ir: str, cpu: str, opt: int, what: str = "kernel code") -> by
             return _child.compile(ir, cpu, opt, timeout, what, vectorize=False)
         except PTXUnsupportedError:
             raise e from None
+
+
+def _compile_split(ir, cpu, opt, timeout, what):
+    """The object of a large module compiled as ir_split's parts by both children, each taking the next part
+    (largest first) as it finishes one, merged into one relocatable object; None when the module is not split
+    or a part fails (the whole module is then compiled as one, which reports the failure as it would)."""
+    from ptx import ir_split
+    parts = ir_split.split(ir)
+    if parts is None:
+        return None
+    objs, lock, failed = [None] * len(parts), threading.Lock(), []
+    todo = sorted(range(len(parts)), key=lambda i: -len(parts[i]))
+
+    def work(child):
+        if child is _helper:
+            try:    # a part is taken once the helper is up: the first child goes on meanwhile
+                child.request(cpu, b"MASK", "", timeout, "the masked-store probe")
+            except Exception:  # noqa: BLE001 - the first child compiles every part
+                return
+        while not failed:
+            with lock:
+                if not todo:
+                    return
+                i = todo.pop(0)
+            try:
+                objs[i] = child.compile(parts[i], cpu, opt, timeout, what)
+            except Exception:  # noqa: BLE001 - the whole module's compile reports it
+                failed.append(i)
+
+    helper = threading.Thread(target=work, args=(_helper,), daemon=True)
+    helper.start()
+    work(_child)
+    helper.join()
+    if failed:
+        return None
+    obj = _merge(objs)
+    if obj is not None:
+        SPLITS["modules"] += 1
+        SPLITS["parts"] += len(parts)
+    return obj
+
+
+def _merge(objs):
+    """One relocatable object of several (the system linker's -r)."""
+    from ptx.runtime.build import _compiler
+    with tempfile.TemporaryDirectory(prefix="zluda-merge-") as d:
+        names = []
+        for i, obj in enumerate(objs):
+            names.append(os.path.join(d, f"p{i}.o"))
+            with open(names[-1], "wb") as f:
+                f.write(obj)
+        out = os.path.join(d, "all.o")
+        proc = subprocess.run([_compiler(), "-r", "-nostdlib", "-o", out] + names, capture_output=True, text=True)
+        if proc.returncode != 0:
+            return None
+        with open(out, "rb") as f:
+            return f.read()
 
 
 if __name__ == "__main__":
