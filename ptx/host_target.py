@@ -171,15 +171,20 @@ def _llvm_build():
     return f"llvmlite:{st.st_size}:{st.st_mtime_ns}"
 
 
-def _host_cpu_identity():
-    """The first CPU's vendor, family, model and flags: what LLVM's host CPU name and features come from."""
+def _first_cpu() -> dict:
+    """/proc/cpuinfo's fields for the first CPU ({} where there is none)."""
     try:
         with open("/proc/cpuinfo") as f:
             first = f.read().split("\n\n", 1)[0]
     except OSError:
-        return None
-    fields = {k.strip(): v for k, v in (line.split(":", 1) for line in first.splitlines() if ":" in line)}
-    parts = [fields.get(k, "").strip() for k in ("vendor_id", "cpu family", "model", "flags")]
+        return {}
+    return {k.strip(): v.strip() for k, v in (line.split(":", 1) for line in first.splitlines() if ":" in line)}
+
+
+def _host_cpu_identity():
+    """The first CPU's vendor, family, model and flags: what LLVM's host CPU name and features come from."""
+    fields = _first_cpu()
+    parts = [fields.get(k, "") for k in ("vendor_id", "cpu family", "model", "flags")]
     if not parts[3]:
         return None
     import hashlib
@@ -243,6 +248,12 @@ def masked_stores_fast(cpu=None, local=False) -> bool:
     name = cpu_name(cpu)
     with _mask_lock:
         got = _mask_fast.get(name)
+        if got is None and not local and not name and platform.machine().lower() in ("x86_64", "amd64"):
+            # this machine's CPU: LLVM's host features come from the same CPUID bits the kernel lists (and clears
+            # where the OS does not save AVX-512 state), so the first compile need not wait for the child
+            flags = _first_cpu().get("flags")
+            if flags:
+                got = _mask_fast[name] = "avx512f" in flags.split()
         if got is None and not local:
             from ptx import host_llc
             got = _mask_fast[name] = host_llc.masked_stores_fast(name)

@@ -137,6 +137,15 @@ def test_the_target_decides():
         assert host_target.masked_stores_fast("x86-64-v4")
 
 
+def test_this_cpu_is_read_as_llvm_reads_it(monkeypatch):
+    """The host CPU's answer comes from /proc/cpuinfo without LLVM (the first compile does not wait for the
+    child): it must be what LLVM's own code for that CPU shows, on whatever machine runs this."""
+    monkeypatch.setattr(host_target, "_mask_fast", {})
+    fast = host_target.masked_stores_fast()
+    monkeypatch.setattr(host_target, "_mask_fast", {})
+    assert host_target.masked_stores_fast(local=True) == fast
+
+
 def test_blocks_run_in_groups():
     hir = cpu_module.build_host_ir(parse(_module(GRID2D)))
     assert "g.head:" in hir.text.split('define i32 @"k.img"')[1].split("\ndefine ")[0]
