@@ -171,8 +171,8 @@ class _Child:
 
 
 _child = _Child()
-# a large module's parts compile in a second child at the same time (ir_split.py), where a second core is free;
-# started by the first such module (a process that compiles none pays nothing for it)
+# a module's parts compile in a second child at the same time (ir_split.py), where a second core is free: its
+# start-up overlaps the first's and the front end's (a cold helper would cost a first compile more than it saves)
 _helper = _Child()
 SPLITS = {"modules": 0, "parts": 0}     # modules compiled in parts, and their parts (tests read it)
 TIMEOUT_ENV = "ZLUDA_COMPILE_TIMEOUT"
@@ -186,12 +186,13 @@ def _cores() -> int:
 
 
 def start():
-    """Starts the child now, if it is not running, without waiting for it: a compile is coming."""
-    try:
-        with _child.lock:
-            _child.start()
-    except Exception:  # noqa: BLE001 - the compile that follows starts it again and reports why it cannot
-        pass
+    """Starts the children now, if they are not running, without waiting for them: a compile is coming."""
+    for child in (_child, _helper) if _cores() > 1 else (_child,):
+        try:
+            with child.lock:
+                child.start()
+        except Exception:  # noqa: BLE001 - the compile that follows starts it again and reports why it cannot
+            pass
 
 
 def masked_stores_fast(cpu: str) -> bool:
