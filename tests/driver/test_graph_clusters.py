@@ -244,15 +244,19 @@ def captured():
     d2, n2 = buffer(g2)
     ok(lib.cuStreamBeginCapture_v2(stream, 0), "begin capture")
     ok(lib.cuLaunchKernel(c_u64(fn["kdir"]), *g1, BLOCK, 1, 1, 0, stream, args(d1, SALTS[5]), None), "launch")
-    attrs = ctypes.create_string_buffer(struct.pack("<I4x", 4) + struct.pack("<3I", 3, 1, 2).ljust(64, b"\0"), 72)
+    # the cluster dimension and a priority (a hint: the node keeps it too)
+    attrs = ctypes.create_string_buffer(struct.pack("<I4x", 4) + struct.pack("<3I", 3, 1, 2).ljust(64, b"\0") +
+                                        struct.pack("<I4x", 8) + struct.pack("<i", -3).ljust(64, b"\0"), 144)
     cfg = ctypes.create_string_buffer(struct.pack("<7I4xQQI4x", *g2, BLOCK, 1, 1, 0, stream.value,
-                                                  ctypes.addressof(attrs), 1))
+                                                  ctypes.addressof(attrs), 2))
     ok(lib.cuLaunchKernelEx(cfg, c_u64(fn["kplain"]), args(d2, SALTS[6]), None), "launch ex")
     g = c_u64()
     ok(lib.cuStreamEndCapture(stream, P(g)), "end capture")
     nodes, count = (c_u64 * 4)(), ctypes.c_size_t(4)
     ok(lib.cuGraphGetNodes(g, nodes, P(count)))
     R["captured_attrs"] = [get_attr(c_u64(nodes[i]), 4)[1][:12].hex() for i in range(count.value)]
+    R["captured_priority"] = sorted(struct.unpack_from("<i", get_attr(c_u64(nodes[i]), 8)[1])[0]
+                                    for i in range(count.value))
     run_graph(g)
     R["captured_dir"] = read(d1, n1)
     R["captured_attr"] = read(d2, n2)
@@ -418,6 +422,7 @@ def test_captured_cluster_launches(results):
     # the captured launches' attributes: none given to cuLaunchKernel, cuLaunchKernelEx's cluster dimension
     assert sorted(results["captured_attrs"]) == sorted([bytes(12).hex(),
                                                         np.array([3, 1, 2], "<u4").tobytes().hex()])
+    assert results["captured_priority"] == [-3, 0]      # cuLaunchKernelEx's priority hint kept, none for the other
 
 
 def test_graph_launched_into_a_capture(results):

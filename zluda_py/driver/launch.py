@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import struct
 import weakref
+from typing import NamedTuple
 
 from zluda_py import cmem, fastpath
 from zluda_py.backends.cpu import launchq
@@ -208,9 +209,10 @@ def launch_attributes(cluster, cooperative, portable=0) -> dict:
 
 
 def launch(hfunc, grid, block, shared, hstream, kernel_params, extra, per_thread=False, cooperative=False,
-           packed=None, cluster=None, portable=0):
+           packed=None, cluster=None, portable=0, attrs=None):
     """Every launch's checks and enqueue; `packed` is a parameter buffer the caller built (the legacy API);
-    `cluster` the CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION of cuLaunchKernelEx (None: none given)."""
+    `cluster` the CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION of cuLaunchKernelEx (None: none given), `attrs` all its
+    attributes (LaunchConfig.attrs), the hints among them kept only by a captured launch's node."""
     init.require_init()
     ctx = ctxmod.current_context()      # first: a released or poisoned context answers before the handle
     f = get_function(hfunc)
@@ -234,7 +236,7 @@ def launch(hfunc, grid, block, shared, hstream, kernel_params, extra, per_thread
         # A captured launch becomes a kernel node as cuGraphAddKernelNode makes one, its cluster dimension and
         # cooperative launch as the node's attributes: cuGraphKernelNode{Get,Set}{Params,Attribute} see it.
         s.capture.kernel(dict(function=f, grid=grid, block=block, shared=shared, args=params,
-                              attrs=launch_attributes(cluster, cooperative, portable)))
+                              attrs={**(attrs or {}), **launch_attributes(cluster, cooperative, portable)}))
     else:
         s.launch(f.backend_fn, grid, block, shared, params, flags)
     if fastpath.ON and not (cooperative or explicit or extra or packed is not None):
@@ -261,10 +263,21 @@ def launch_cooperative_kernel_ptsz(f, gx, gy, gz, bx, by, bz, shared, hstream, k
     launch(f, (gx, gy, gz), (bx, by, bz), shared, hstream, kernel_params, 0, per_thread=True, cooperative=True)
 
 
-def read_launch_config(config: int):
-    """(grid, block, shared, stream, cooperative, cluster, portable) from a CUlaunchConfig; cluster is None without
-    a CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, portable its CU_LAUNCH_ATTRIBUTE_PORTABLE_CLUSTER_SIZE_MODE (0 without
-    one)."""
+class LaunchConfig(NamedTuple):
+    """A CUlaunchConfig read: cluster is None without a CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, portable its
+    CU_LAUNCH_ATTRIBUTE_PORTABLE_CLUSTER_SIZE_MODE (0 without one), attrs every attribute's 64-byte value by id
+    (the last of an id wins), which a captured launch's kernel node keeps."""
+    grid: tuple
+    block: tuple
+    shared: int
+    stream: int
+    cooperative: bool
+    cluster: tuple | None
+    portable: int
+    attrs: dict
+
+
+def read_launch_config(config: int) -> LaunchConfig:
     if not config:
         raise CudaError(CUDA_ERROR_INVALID_VALUE, "config is NULL")
     gx, gy, gz, bx, by, bz, shared, hstream, attrs, nattrs = _LAUNCH_CONFIG.unpack(
@@ -272,6 +285,7 @@ def read_launch_config(config: int):
     cooperative = False
     cluster = None                  # no cluster attribute (a kernel's .reqnctapercluster may still apply)
     portable = 0
+    values = {}
     if nattrs and not attrs:
         raise CudaError(CUDA_ERROR_INVALID_VALUE, f"config has {nattrs} attributes and attrs is NULL")
     for i in range(nattrs):
@@ -289,13 +303,15 @@ def read_launch_config(config: int):
             raise CudaError(CUDA_ERROR_INVALID_VALUE, f"unknown launch attribute {attr_id}")
         # Other attributes (priority, access policy, sync domains, programmatic serialisation, ...) are
         # scheduling hints with no effect on the result of a launch here.
-    return (gx, gy, gz), (bx, by, bz), shared, hstream, cooperative, cluster, portable
+        if attr_id:         # CU_LAUNCH_ATTRIBUTE_IGNORE: nothing
+            values[attr_id] = raw[8:8 + ATTRIBUTE_VALUE_SIZE]
+    return LaunchConfig((gx, gy, gz), (bx, by, bz), shared, hstream, cooperative, cluster, portable, values)
 
 
 def _launch_ex(config, f, kernel_params, extra, per_thread):
-    grid, block, shared, hstream, cooperative, cluster, portable = read_launch_config(config)
-    launch(f, grid, block, shared, hstream, kernel_params, extra, per_thread=per_thread, cooperative=cooperative,
-           cluster=cluster, portable=portable)
+    c = read_launch_config(config)
+    launch(f, c.grid, c.block, c.shared, c.stream, kernel_params, extra, per_thread=per_thread,
+           cooperative=c.cooperative, cluster=c.cluster, portable=c.portable, attrs=c.attrs)
 
 
 @export("cuLaunchKernelEx")

@@ -208,7 +208,8 @@ def occupancy_max_active_clusters(value_out, hfunc, config):
     f = get_function(hfunc)
     if not value_out:
         raise CudaError(CUDA_ERROR_INVALID_VALUE, "numClusters is NULL")
-    _grid, block, shared, _s, _coop, cluster, portable = read_launch_config(config)
+    c = read_launch_config(config)
+    block, shared, cluster, portable = c.block, c.shared, c.cluster, c.portable
     if cluster is None:     # the kernel's __cluster_dims__, else clusters of one
         cluster = f.cluster_requirement()[0] or (1, 1, 1)
     size = cluster[0] * cluster[1] * cluster[2]
@@ -229,7 +230,7 @@ def occupancy_max_potential_cluster_size(value_out, hfunc, config):
     f = get_function(hfunc)
     if not value_out:
         raise CudaError(CUDA_ERROR_INVALID_VALUE, "clusterSize is NULL")
-    portable = read_launch_config(config)[-1]
+    portable = read_launch_config(config).portable
     required = f.cluster_requirement()[0]
     size = required[0] * required[1] * required[2] if required else cluster_limit(f, portable)
     cmem.write_i32(value_out, size)
