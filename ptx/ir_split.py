@@ -39,6 +39,8 @@ def _items(text: str):
             funcs.append((m.group(3), lines[i:j + 1]))
             i = j + 1
             continue
+        if ln.startswith(("module asm", "$")):
+            return None         # assembly or a comdat every copy would define again
         if ln.startswith("@") and not _SHAREABLE_VAR.match(ln):
             # a variable defined here: one definition (the first part's), declared in the others
             m = _VARIABLE.match(ln)
