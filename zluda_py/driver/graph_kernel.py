@@ -18,7 +18,6 @@ half-launched."""
 
 from __future__ import annotations
 
-import struct
 
 from zluda_py import cmem
 from zluda_py.decls import ENUMS
@@ -57,23 +56,15 @@ _LAUNCH_CHANGING = (launchmod.ATTR_COOPERATIVE, launchmod.ATTR_CLUSTER_DIMENSION
 _CONDITIONAL = 13           # CU_GRAPH_NODE_TYPE_CONDITIONAL: its body graphs hold nodes too
 
 
-def cluster_of(attrs: dict):
-    """The node's cluster dimension attribute as launch() takes it: None where unset or all zero."""
-    dims = struct.unpack_from("<3I", attrs.get(launchmod.ATTR_CLUSTER_DIMENSION, _ZERO))
-    return None if dims == (0, 0, 0) else dims
-
-
-def cooperative_of(attrs: dict) -> bool:
-    return struct.unpack_from("<i", attrs.get(launchmod.ATTR_COOPERATIVE, _ZERO))[0] != 0
-
-
 def launch_flags(p: dict) -> int:
     """The backend's launch flags of a kernel node's parameters, or the CudaError a stream launch of the same
     kernel, grid, block and attributes answers (its grid and block were checked when they were set)."""
-    f, grid, attrs = p["function"], p["grid"], p.get("attrs", {})
-    portable = struct.unpack_from("<i", attrs.get(launchmod.ATTR_PORTABLE_CLUSTER_SIZE_MODE, _ZERO))[0]
-    shape = launchmod.cluster_shape(f, grid, cluster_of(attrs), portable)
-    return launchmod.launch_flags(f, grid, p["block"], p["shared"], cooperative_of(attrs), shape)
+    f, grid = p["function"], p["grid"]
+    cooperative, cluster, portable = launchmod.decode_attributes(p.get("attrs", {}))
+    if cluster == (0, 0, 0):
+        cluster = None          # a node's all-zero cluster dimension is none: the kernel's own, or clusters of one
+    shape = launchmod.cluster_shape(f, grid, cluster, portable)
+    return launchmod.launch_flags(f, grid, p["block"], p["shared"], cooperative, shape)
 
 
 def _subgraphs(node) -> list:

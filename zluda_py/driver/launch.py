@@ -282,30 +282,34 @@ def read_launch_config(config: int) -> LaunchConfig:
         raise CudaError(CUDA_ERROR_INVALID_VALUE, "config is NULL")
     gx, gy, gz, bx, by, bz, shared, hstream, attrs, nattrs = _LAUNCH_CONFIG.unpack(
         cmem.read_bytes(config, _LAUNCH_CONFIG.size, "config"))
-    cooperative = False
-    cluster = None                  # no cluster attribute (a kernel's .reqnctapercluster may still apply)
-    portable = 0
     values = {}
     if nattrs and not attrs:
         raise CudaError(CUDA_ERROR_INVALID_VALUE, f"config has {nattrs} attributes and attrs is NULL")
     for i in range(nattrs):
         raw = cmem.read_bytes(attrs + _ATTRIBUTE_SIZE * i, _ATTRIBUTE_SIZE, "attrs")
         attr_id = struct.unpack_from("<I", raw)[0]
-        if attr_id == ATTR_COOPERATIVE:
-            cooperative = struct.unpack_from("<i", raw, 8)[0] != 0
-        elif attr_id == ATTR_CLUSTER_DIMENSION:
-            cluster = struct.unpack_from("<3I", raw, 8)
-        elif attr_id == ATTR_PORTABLE_CLUSTER_SIZE_MODE:
-            portable = struct.unpack_from("<i", raw, 8)[0]
-            if portable not in (0, 1, 2):
-                raise CudaError(CUDA_ERROR_INVALID_VALUE, f"portable cluster size mode {portable}")
-        elif attr_id >= ATTR_MAX:
+        if attr_id >= ATTR_MAX:
             raise CudaError(CUDA_ERROR_INVALID_VALUE, f"unknown launch attribute {attr_id}")
-        # Other attributes (priority, access policy, sync domains, programmatic serialisation, ...) are
-        # scheduling hints with no effect on the result of a launch here.
+        mode = struct.unpack_from("<i", raw, 8)[0]
+        if attr_id == ATTR_PORTABLE_CLUSTER_SIZE_MODE and mode not in (0, 1, 2):
+            raise CudaError(CUDA_ERROR_INVALID_VALUE, f"portable cluster size mode {mode}")
         if attr_id:         # CU_LAUNCH_ATTRIBUTE_IGNORE: nothing
             values[attr_id] = raw[8:8 + ATTRIBUTE_VALUE_SIZE]
+    # a cluster attribute of all zeros stays one (a launch refuses it); no attribute: the kernel's own, if any
+    cooperative, cluster, portable = decode_attributes(values)
     return LaunchConfig((gx, gy, gz), (bx, by, bz), shared, hstream, cooperative, cluster, portable, values)
+
+
+def decode_attributes(values: dict) -> tuple:
+    """(cooperative, cluster dimension or None, portable cluster size mode) of launch attributes by id (their
+    64-byte values): the ones that change a launch. The others (priority, access policy, sync domains,
+    programmatic serialisation, ...) are scheduling hints with no effect on a launch's result here."""
+    coop = values.get(ATTR_COOPERATIVE)
+    cluster = values.get(ATTR_CLUSTER_DIMENSION)
+    portable = values.get(ATTR_PORTABLE_CLUSTER_SIZE_MODE)
+    return (coop is not None and struct.unpack_from("<i", coop)[0] != 0,
+            None if cluster is None else struct.unpack_from("<3I", cluster),
+            0 if portable is None else struct.unpack_from("<i", portable)[0])
 
 
 def _launch_ex(config, f, kernel_params, extra, per_thread):
