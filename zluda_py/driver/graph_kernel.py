@@ -18,7 +18,6 @@ half-launched."""
 
 from __future__ import annotations
 
-
 from zluda_py import cmem
 from zluda_py.decls import ENUMS
 from zluda_py.dispatch import export
