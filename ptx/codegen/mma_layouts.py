@@ -158,3 +158,60 @@ def wmma_layout(shape, mat, ty):
     if shape == "m32n8k16":
         return _lanes(lambda g, t, s, _: (2 * t + (s & 1) + 8 * ((s >> 1) & 1), g), slots)
     return _lanes(lambda g, t, s, _: (2 * t + (s & 1) + 8 * ((s >> 1) & 1), g + 8 * ((s >> 2) & 1)), slots)
+
+
+# ------------------------------------------------------------------ mma.sp (measured on an H100)
+# scripts/nvidia_mma_sp_probe.cu's answers (tests/data/nvidia_mma_sp_answers.json) fit these exactly: A's compressed
+# fragment is the dense A fragment of half the k, B and C/D are the dense ones (8-bit B at k64 continues the k32
+# pattern), and the metadata word's nibbles, each the two 2-bit column indices of a row's group of four (.tf32: one
+# index of a pair, in 16-bit halves: 0b0100 the first, 0b1110 the second), sit as metadata_layout says.
+
+# sparsity selectors each form accepts
+SPARSE_SHAPES = {"f16": {"m16n8k16": 4, "m16n8k32": 2}, "bf16": {"m16n8k16": 4, "m16n8k32": 2},
+                 "tf32": {"m16n8k8": 4, "m16n8k16": 2}, "s8": {"m16n8k32": 2, "m16n8k64": 1},
+                 "u8": {"m16n8k32": 2, "m16n8k64": 1}}
+
+
+def _half_k(shape):
+    m, n, k = shape_mnk(shape)
+    return f"m{m}n{n}k{k // 2}"
+
+
+def sparse_regs(shape, mat, ty):
+    return mma_regs(_half_k(shape) if mat == "a" else shape, mat, ty)
+
+
+@lru_cache(maxsize=None)
+def sparse_layout(shape, mat, ty):
+    """The fragment map of mma.sp: A's compressed k/2 columns, B's k rows, C/D."""
+    m, n, k = shape_mnk(shape)
+    if mat == "a":
+        return mma_layout(_half_k(shape), "a", ty)
+    if mat == "b" and BITS[ty] == 8:
+        return _lanes(lambda g, t, i, _: (4 * t + i % 4 + 16 * (i // 4), g), k * n // 32)
+    return mma_layout(shape, mat, ty)
+
+
+def sparse_groups(shape, ty):
+    """Metadata nibbles per row of A: a group of four columns each (.tf32: a pair each)."""
+    k = shape_mnk(shape)[2]
+    return k // 2 if ty == "tf32" else k // 4
+
+
+@lru_cache(maxsize=None)
+def metadata_layout(shape, ty, selector):
+    """[32][8]: the (row, group) whose column indices each nibble of a lane's metadata word holds (None: a nibble
+    this selector does not read). 16-bit and .tf32 forms: each lane of the chosen ones holds four groups of rows g
+    and g + 8; 8-bit forms: eight groups of one row."""
+    m = shape_mnk(shape)[0]
+    groups = sparse_groups(shape, ty)
+    out = [[None] * 8 for _ in range(32)]
+    for r in range(m):
+        g, hi = r % 8, r // 8
+        for q in range(groups):
+            if BITS[ty] == 8:
+                lane, nib = 4 * g + 2 * (selector + q // 8) + hi, q % 8
+            else:
+                lane, nib = 4 * g + selector * (groups // 4) + q // 4, 4 * hi + q % 4
+            out[lane][nib] = (r, q)
+    return tuple(tuple(row) for row in out)

@@ -42,7 +42,15 @@ class Form:
         self.wmma = ins.opcode == "wmma"
         if self.wmma:
             mods = mods[1:]              # 'mma'
-        known = {"sync", "aligned", "satfinite", "popc", "xor", "and", *LAYOUTS, *RNDS, *ELEM_TYPES}
+        known = {"sync", "aligned", "satfinite", "popc", "xor", "and", "sp", "sp::ordered_metadata", *LAYOUTS,
+                 *RNDS, *ELEM_TYPES}
+        # mma.sp: 2:4 structured sparse A, its metadata register and sparsity selector (operands 5 and 6)
+        self.sparse = None
+        if not self.wmma and ("sp" in mods or "sp::ordered_metadata" in mods):
+            ops = ins.operands
+            if len(ops) != 6 or not isinstance(ops[5], A.Imm):
+                semantic(ins, "mma.sp needs d, a, b, c, e and an immediate sparsity selector")
+            self.sparse = ops[5].value
         shapes = [m for m in mods if L.shape_mnk(m)]
         odd = [m for m in mods if m not in known and not L.shape_mnk(m)]
         if odd or len(shapes) != 1 or "sync" not in mods or "aligned" not in mods:
@@ -64,6 +72,8 @@ class Form:
 
     def _check(self, ins):
         at, bt, ct, dt, shape = self.at, self.bt, self.ct, self.dt, self.shape
+        if self.sparse is not None:
+            return self._check_sparse(ins)
         shapes = (WMMA_SHAPES if self.wmma else MMA_SHAPES).get(at, ())
         same_ab = at == bt or any(at in kind and bt in kind and not self.wmma
                                   for kind in (("s8", "u8"), ("s4", "u4"), FP8))
@@ -82,8 +92,21 @@ class Form:
         if not ok:
             unsupported(ins)
 
+    def _check_sparse(self, ins):
+        """The mma.sp forms whose layouts were measured (.e4m3/.e5m2 and 4-bit ones are not: refused)."""
+        at, bt, ct, dt = self.at, self.bt, self.ct, self.dt
+        selectors = L.SPARSE_SHAPES.get(at, {}).get(self.shape)
+        same_ab = at == bt or {at, bt} <= {"s8", "u8"}
+        ok = selectors is not None and same_ab and ct == dt and ct in ACCUMULATORS[at]
+        ok = ok and (self.alayout, self.blayout) == ("row", "col") and self.rnd is None and self.bitop is None
+        ok = ok and (not self.sat or at in ("s8", "u8"))
+        if not ok:
+            unsupported(ins)
+        if not 0 <= self.sparse < selectors:
+            semantic(ins, f"sparsity selector {self.sparse} of mma.sp.{self.shape}.{at} is not 0..{selectors - 1}")
+
     def key(self):
-        return (self.wmma, self.shape, self.at, self.bt, self.ct, self.dt, self.alayout, self.blayout)
+        return (self.wmma, self.shape, self.at, self.bt, self.ct, self.dt, self.alayout, self.blayout, self.sparse)
 
 
 # ------------------------------------------------------------------ fragments and the exchange plan
@@ -101,7 +124,13 @@ class Frag:
 
 
 def fragments(key):
-    wmma, shape, at, bt, ct, dt, al, bl = key
+    """(A, B, C, D) fragments of a form; mma.sp's also its metadata word's (E)."""
+    wmma, shape, at, bt, ct, dt, al, bl, sparse = key
+    if sparse is not None:
+        frag = lambda mat, ty: Frag(L.sparse_layout(shape, mat, ty), ty, L.sparse_regs(shape, mat, ty), 32)
+        meta = L.metadata_layout(shape, at, sparse)
+        cells = [[cell or ("unread", lane, s) for s, cell in enumerate(row)] for lane, row in enumerate(meta)]
+        return frag("a", at), frag("b", bt), frag("c", ct), frag("d", dt), Frag(cells, "u4", 1, 32)
     if wmma:
         lay, regs = L.wmma_layout, L.wmma_regs
         frag = lambda mat, ty, _lay: Frag(lay(shape, mat, ty), ty, regs(shape, mat, ty), 64 if ty == "f64" else 32)
@@ -124,16 +153,19 @@ class Plan:
     as (source, sub-element) with source ('own', word) or ('got', index into the exchange's results)."""
 
     def __init__(self, key):
-        fa, fb, fc, fd = self.frags = fragments(key)
+        frags = self.frags = fragments(key)
+        fa, fb, fc, fd = frags[:4]
+        fe = frags[4] if len(frags) > 4 else None
+        sparse = key[8] is not None
         grp = group_of(key)
         m, n, k = L.shape_mnk(key[1])
         if not key[0] and key[1] == "m8n8k4" and key[2] == "f16":
             m, n, k = 8, 8, 4
         self.k = k
-        base = {"a": 0, "b": fa.words, "c": fa.words + fb.words}
-        self.offered = fa.words + fb.words + fc.words
+        base = {"a": 0, "b": fa.words, "c": fa.words + fb.words, "e": fa.words + fb.words + fc.words}
+        self.offered = fa.words + fb.words + fc.words + (fe.words if fe else 0)
         holder = {}
-        for mat, fr in (("a", fa), ("b", fb), ("c", fc)):
+        for mat, fr in (("a", fa), ("b", fb), ("c", fc)) + ((("e", fe),) if fe else ()):
             for lane, slots in enumerate(fr.layout):
                 for s, rc in enumerate(slots):
                     w, sub = fr.place(s)
@@ -162,10 +194,17 @@ class Plan:
         self.slots = []
         for s in range(len(fd.layout[0])):
             rc = lambda lane: fd.layout[lane][s]
-            arow = [request("a", lambda lane, q=q: (rc(lane)[0], q), fa.bits == 64) for q in range(k)]
+            # mma.sp: A's row has k/2 stored columns; the metadata nibbles of the row say which of B's rows each meets
+            arow = [request("a", lambda lane, q=q: (rc(lane)[0], q), fa.bits == 64) for q in range(k // 2 if sparse
+                                                                                                    else k)]
             bcol = [request("b", lambda lane, q=q: (q, rc(lane)[1]), fb.bits == 64) for q in range(k)]
             c = request("c", rc, fc.bits == 64)
-            self.slots.append((arow, bcol, c))
+            if sparse:
+                meta = [request("e", lambda lane, q=q: (rc(lane)[0], q), False)
+                        for q in range(L.sparse_groups(key[1], key[2]))]
+                self.slots.append((arow, bcol, c, meta))
+            else:
+                self.slots.append((arow, bcol, c))
 
 
 @lru_cache(maxsize=None)
@@ -248,10 +287,41 @@ def _float_elem(em, els, req, ty):
     return els.cached(req, "num" + ty, lambda: M.decode(em, els.raw(req, L.BITS[ty]), ty))
 
 
-def compute_slot(em, form, pl, els, arow, bcol, creq):
+def _sparse_pairs(em, form, els, arow, bcol, meta):
+    """mma.sp's products: each stored A element with the B element of the column its metadata names (raw bits,
+    chosen by selects on the lane's nibble), decoded as the dense forms decode them."""
+    f = em.f
+    at, bt = form.at, form.bt
+    bits = L.BITS[at]
+    pairs = []
+    for j, areq in enumerate(arow):
+        nib = f.op(f"zext i4 {els.raw(meta[j if at == 'tf32' else j // 2], 4)} to i32")
+        if at == "tf32":        # 0b0100 / 0b1110: the first or the second of pair j, counted in 16-bit halves
+            idx, cands = f.op(f"and i32 {f.op(f'lshr i32 {nib}, 1')}, 1"), bcol[2 * j:2 * j + 2]
+        else:                   # the low 2 bits index the group's first stored element, the high 2 its second
+            idx = f.op(f"and i32 {f.op(f'lshr i32 {nib}, {2 * (j % 2)}')}, 3")
+            cands = bcol[4 * (j // 2):4 * (j // 2) + 4]
+        b = els.raw(cands[0], bits)
+        for i, c in enumerate(cands[1:], 1):
+            b = f.op(f"select i1 {f.op(f'icmp eq i32 {idx}, {i}')}, i{bits} {els.raw(c, bits)}, i{bits} {b}")
+        if at in ("s8", "u8"):
+            ext = lambda raw, ty: f.op(f"{'sext' if ty[0] == 's' else 'zext'} i8 {raw} to i32")
+            pairs.append((_int_elem(em, els, areq, at), ext(b, bt)))
+        else:
+            pairs.append((_float_elem(em, els, areq, at), M.decode(em, b, bt)))
+    return pairs
+
+
+def compute_slot(em, form, pl, els, arow, bcol, creq, meta=None):
     """The D element of one slot: iN bits of the D type."""
     f = em.f
     at, bt, ct, dt = form.at, form.bt, form.ct, form.dt
+    if meta is not None:
+        pairs = _sparse_pairs(em, form, els, arow, bcol, meta)
+        if at in ("s8", "u8"):
+            return M.int_dot(em, pairs, els.raw(creq, 32), form.sat, at[0] == "s" or bt[0] == "s")
+        out = "f32" if dt == "f32" else "f16-acc"
+        return M.tensor_dot(em, pairs, _float_elem(em, els, creq, ct), out)
     if at == "b1":
         if any(sa != q % 32 for q, (_, sa) in enumerate(arow)) or \
                 any(sb != q % 32 for q, (_, sb) in enumerate(bcol)):
@@ -306,7 +376,7 @@ def _compute_fn(em, form, pl):
     own = [f.op(f"load i32, ptr {at(i)}") for i in range(pl.offered)]
     got = [f.op(f"load i32, ptr {at(pl.offered + j)}") for j in range(n_out)]
     els = Elements(b, got, own)
-    values = [compute_slot(b, form, pl, els, arow, bcol, c) for arow, bcol, c in pl.slots]
+    values = [compute_slot(b, form, pl, els, *slot) for slot in pl.slots]
     fd = pl.frags[3]
     words = []
     for v in _pack(b, fd, values):
@@ -342,14 +412,16 @@ def _pack(em, frag, values):
 def lower_mma(em, ins):
     form = Form(ins)
     pl = plan(form.key())
-    fa, fb, fc, fd = pl.frags
+    fa, fb, fc, fd = pl.frags[:4]
     ops = ins.operands
-    if len(ops) != 4:
-        semantic(ins, "needs d, a, b, c")
+    if len(ops) != (6 if form.sparse is not None else 4):
+        semantic(ins, "needs d, a, b, c" + (", e, f" if form.sparse is not None else ""))
     d = _vector(ins, ops[0], fd.regs, "d")
     words = []
     for op, fr, what in ((ops[1], fa, "a"), (ops[2], fb, "b"), (ops[3], fc, "c")):
         words += read_words(em, _vector(ins, op, fr.regs, what), fr.reg_bits)
+    if form.sparse is not None:
+        words.append(em.read(ops[4], "b32"))        # the metadata word
     fn = _compute_fn(em, form, pl)
     f = em.f
 
@@ -367,8 +439,7 @@ def lower_mma(em, ins):
 
 @handles("mma")
 def op_mma(em, ins):
-    if "sp" in ins.mods or any(m.startswith("sp::") or m.startswith("kind") or m == "block_scale"
-                               for m in ins.mods):
+    if any(m.startswith("kind") or m == "block_scale" for m in ins.mods):
         unsupported(ins)
     lower_mma(em, ins)
 
