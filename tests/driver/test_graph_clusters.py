@@ -5,10 +5,11 @@ cluster launches each write every CTA's %cluster_* registers and a value read fr
 through distributed shared memory; every element is checked. Also the node attributes' round trips
 (cuGraphKernelNodeGet/SetAttribute, cuGraphKernelNodeCopyAttributes), their errors, the attributes kept across
 cuGraphKernelNodeSetParams and cuGraphExecKernelNodeSetParams, and the bad shapes NVIDIA's launch answers
-CUDA_ERROR_INVALID_CLUSTER_SIZE for (reported when the graph is instantiated, or by the executable's update)."""
+CUDA_ERROR_INVALID_CLUSTER_SIZE for, each where an H100 answers it."""
 
 import json
 import random
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -282,7 +283,7 @@ guarded("graph_in_capture", graph_in_capture)
 # --- attribute round trips and errors -----------------------------------------------------------------
 def attributes():
     g = new_graph()
-    a, b = add_kernel(g, "knop", (1, 1, 1)), add_kernel(g, "knop", (2, 1, 1))
+    a, b = add_kernel(g, "knop", (2, 1, 1)), add_kernel(g, "knop", (4, 1, 1))     # grids its (2, 1, 1) divides
     # each attribute's member of the CUlaunchAttributeValue union (cuda.h), by id
     size = {1: 32, 2: 4, 3: 4, 4: 12, 5: 4, 6: 4, 7: 16, 8: 4, 9: 2, 10: 4, 11: 12, 12: 16, 13: 16, 14: 4, 16: 4}
     R["defaults"] = {i: [r, v[:n].hex()] for i, n in size.items() for r, v in [get_attr(a, i)]}
@@ -314,41 +315,63 @@ def attributes():
                                                         b"cuGraphKernelNodeCopyAttributes")]
 guarded("attributes", attributes)
 
-# --- bad shapes: CUDA_ERROR_INVALID_CLUSTER_SIZE when the graph is instantiated -------------------------
+# --- bad shapes: where an H100 answers CUDA_ERROR_INVALID_CLUSTER_SIZE (tests/data/nvidia_graph_cluster_answers.json)
 def bad_shapes():
     out = {}
     def try_graph(tag, f, grid, attr=None, coop=False):
+        # [the attribute's code, what the node then holds, the instantiation's code]
         g = new_graph()
         node = add_kernel(g, f, grid)
+        r_set = None
         if attr is not None:
-            ok(set_attr(node, 4, struct.pack("<3I", *attr)), tag)
+            r_set = set_attr(node, 4, struct.pack("<3I", *attr))
         if coop:
             ok(set_attr(node, 2, struct.pack("<i", 1)), tag)
-        out[tag] = instantiate(g)[0]
+        out[tag] = [r_set, list(struct.unpack_from("<3I", get_attr(node, 4)[1])), instantiate(g)[0]]
     try_graph("not_dividing", "knop", (6, 2, 2), (4, 1, 1))
     try_graph("zero_dim", "knop", (6, 2, 2), (0, 1, 1))
     try_graph("size9", "knop", (6, 6, 1), (3, 3, 1))
     try_graph("size8", "knop", (8, 2, 1), (4, 2, 1))
-    try_graph("fixed_grid_not_dividing", "knopdir", (3, 2, 2))
     try_graph("fixed_attr_disagrees", "knopdir", (4, 2, 2), (2, 1, 1))
     try_graph("fixed_attr_agrees", "knopdir", (4, 2, 2), (2, 2, 1))
     try_graph("zero_is_no_attribute", "knop", (5, 1, 1), (0, 0, 0))
     try_graph("coop_small", "knop", (2, 1, 1), coop=True)
+    # a __cluster_dims__ kernel whose grid its clusters do not divide: refused when the node is added, or given
+    # those parameters (the node keeps its old ones)
+    g, n = new_graph(), c_u64()
+    out["fixed_grid_not_dividing"] = lib.cuGraphAddKernelNode_v2(P(n), g, None, ctypes.c_size_t(0),
+                                                                 node_params("knopdir", (3, 2, 2), None, 0))
+    node = add_kernel(g, "knopdir", (4, 2, 2))
+    out["fixed_set_params"] = lib.cuGraphKernelNodeSetParams_v2(node, node_params("knopdir", (3, 2, 2), None, 0))
+    out["fixed_set_params_then"] = instantiate(g)[0]
+    # a grid the node's cluster attribute does not divide, given after it: the instantiation's error
+    g = new_graph()
+    node = add_kernel(g, "knop", (6, 2, 2))
+    ok(set_attr(node, 4, struct.pack("<3I", 3, 1, 1)))
+    ok(lib.cuGraphKernelNodeSetParams_v2(node, node_params("knop", (5, 2, 2), None, 0)))
+    out["grid_after_attribute"] = instantiate(g)[0]
+    # a priority out of the device's range is kept clamped
+    ok(set_attr(node, 8, struct.pack("<i", 3)))
+    out["priority_3"] = struct.unpack_from("<i", get_attr(node, 8)[1])[0]
+    ok(set_attr(node, 8, struct.pack("<i", -9)))
+    out["priority_-9"] = struct.unpack_from("<i", get_attr(node, 8)[1])[0]
+    out["get_id0"] = get_attr(node, 0)[0]
     sms, per_sm = ctypes.c_int(), ctypes.c_int()
     ok(lib.cuDeviceGetAttribute(P(sms), 16, 0))
     ok(lib.cuOccupancyMaxActiveBlocksPerMultiprocessor(P(per_sm), c_u64(fn["knop"]), BLOCK, ctypes.c_size_t(0)))
     try_graph("coop_too_large", "knop", (sms.value * per_sm.value + 1, 1, 1), coop=True)
     # a bad shape in a child graph is the parent's instantiation's error
+    too_large = (sms.value * per_sm.value + 1, 1, 1)
     child = new_graph()
-    node = add_kernel(child, "knop", (6, 1, 1))
-    ok(set_attr(node, 4, struct.pack("<3I", 4, 1, 1)))
+    node = add_kernel(child, "knop", too_large)
+    ok(set_attr(node, 2, struct.pack("<i", 1)))
     parent, cn = new_graph(), c_u64()
     ok(lib.cuGraphAddChildGraphNode(P(cn), parent, None, ctypes.c_size_t(0), child))
     out["in_child_graph"] = instantiate(parent)[0]
     # cuGraphInstantiate names the node
     g = new_graph()
-    node = add_kernel(g, "knop", (6, 1, 1))
-    ok(set_attr(node, 4, struct.pack("<3I", 4, 1, 1)))
+    node = add_kernel(g, "knop", too_large)
+    ok(set_attr(node, 2, struct.pack("<i", 1)))
     ex, err = c_u64(), c_u64(1)
     log = ctypes.create_string_buffer(64)
     out["instantiate_v1"] = [lib.cuGraphInstantiate_v2(P(ex), g, P(err), log, ctypes.c_size_t(64)),
@@ -448,13 +471,28 @@ def test_attribute_errors(results):
     assert results["procaddr"] == [True, True, True]
 
 
-def test_bad_cluster_shapes_fail_instantiation(results):
+def test_bad_cluster_shapes(results):
+    """Each answered where an H100 answers it (tests/data/nvidia_graph_cluster_answers.json: a refused cluster
+    attribute leaves the node without one, and its graph instantiates and runs clusters of one CTA)."""
     assert "bad_shapes_error" not in results, results.get("bad_shapes_error")
-    # NVIDIA's answers to the same shapes launched on a stream (tests/data/nvidia_cluster_answers.json)
+    refused = [INVALID_CLUSTER_SIZE, [0, 0, 0], SUCCESS]
     assert results["bad"] == {
-        "not_dividing": INVALID_CLUSTER_SIZE, "zero_dim": INVALID_CLUSTER_SIZE, "size9": INVALID_CLUSTER_SIZE,
-        "size8": SUCCESS, "fixed_grid_not_dividing": INVALID_CLUSTER_SIZE,
-        "fixed_attr_disagrees": INVALID_CLUSTER_SIZE, "fixed_attr_agrees": SUCCESS, "zero_is_no_attribute": SUCCESS,
-        "coop_small": SUCCESS, "coop_too_large": COOPERATIVE_TOO_LARGE, "in_child_graph": INVALID_CLUSTER_SIZE,
-        "instantiate_v1": [INVALID_CLUSTER_SIZE, True, True],
-        "instantiate_with_params": [INVALID_CLUSTER_SIZE, True, 1, SUCCESS, 0, 0]}
+        "not_dividing": refused, "zero_dim": refused, "size9": refused, "size8": [SUCCESS, [4, 2, 1], SUCCESS],
+        "fixed_attr_disagrees": refused, "fixed_attr_agrees": [SUCCESS, [2, 2, 1], SUCCESS],
+        "zero_is_no_attribute": [SUCCESS, [0, 0, 0], SUCCESS], "coop_small": [None, [0, 0, 0], SUCCESS],
+        "fixed_grid_not_dividing": INVALID_CLUSTER_SIZE, "fixed_set_params": INVALID_CLUSTER_SIZE,
+        "fixed_set_params_then": SUCCESS, "grid_after_attribute": INVALID_CLUSTER_SIZE,
+        "priority_3": 0, "priority_-9": -5, "get_id0": INVALID_VALUE,
+        "coop_too_large": [None, [0, 0, 0], COOPERATIVE_TOO_LARGE], "in_child_graph": COOPERATIVE_TOO_LARGE,
+        "instantiate_v1": [COOPERATIVE_TOO_LARGE, True, True],
+        "instantiate_with_params": [COOPERATIVE_TOO_LARGE, True, 1, SUCCESS, 0, 0]}
+
+
+def test_the_recorded_h100_answers():
+    """The probe's own answers that the rules above come from."""
+    a = json.loads((Path(__file__).resolve().parents[1] / "data" / "nvidia_graph_cluster_answers.json").read_text())
+    assert a["fixed2_grid7"]["add"] == INVALID_CLUSTER_SIZE
+    for case in ("plain_attr3_grid8", "plain_attr0", "plain_attr9", "fixed2_attr4", "plain_attr_y2_grid8"):
+        assert (a[case]["set"], a[case]["get_val"], a[case]["inst"]) == (INVALID_CLUSTER_SIZE, [0, 0, 0], SUCCESS)
+    assert (a["get_id0"], a["unknown_id"], a["empty_node"], a["priority"]) == (1, [1, 1], 1, [0, 0, 0])
+    assert a["capture"] == [0, 0, 1, 0, 4, 1, 1, 0, 0, 0] and a["coop_cluster_launch"] == [0, 0]

@@ -370,7 +370,9 @@ def _add(ph, hgraph, deps_ptr, ndeps, node: Node):
 @export("cuGraphAddKernelNode", "cuGraphAddKernelNode_v2")
 def graph_add_kernel_node(ph, hgraph, deps, ndeps, params):
     graph_from_handle(hgraph)
-    _add(ph, hgraph, deps, ndeps, Node(KERNEL, _replay_kernel, **_read_kernel_params(params)))
+    p = _read_kernel_params(params)
+    _kernels().check_kernel_node(p)
+    _add(ph, hgraph, deps, ndeps, Node(KERNEL, _replay_kernel, **p))
 
 
 @export("cuGraphAddMemcpyNode")
@@ -458,6 +460,7 @@ def graph_kernel_node_set_params(hnode, params):
     if n.kind != KERNEL:
         raise CudaError(CUDA_ERROR_INVALID_VALUE, "not a kernel node")
     p = _read_kernel_params(params)
+    _kernels().check_kernel_node(p)
     p["attrs"] = n.params.get("attrs", {})      # the node's attributes are not its parameters: kept
     n.params, n._replay = p, _replay_kernel
 

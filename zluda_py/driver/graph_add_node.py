@@ -20,7 +20,9 @@ def _node(g, deps, params: int):
     kind = cmem.read_u32(params, "nodeParams.type")
     u = params + _UNION
     if kind == G.KERNEL:
-        return G.Node(G.KERNEL, G._replay_kernel, **G._read_kernel_params(u))
+        p = G._read_kernel_params(u)
+        G._kernels().check_kernel_node(p)
+        return G.Node(G.KERNEL, G._replay_kernel, **p)
     if kind == G.MEMCPY:
         return G.Node(G.MEMCPY, G._replay_memcpy, **G._read_memcpy(u + _MEMCPY3D))
     if kind == G.MEMSET:

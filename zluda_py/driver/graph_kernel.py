@@ -7,14 +7,16 @@ CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION (all zero: none, the kernel's .reqnctaperc
 and CU_LAUNCH_ATTRIBUTE_COOPERATIVE. The others (access policy window, priority, synchronisation policy, memory
 sync domains, ...) are scheduling hints, with no effect on a launch's result here, only read back.
 
-Where a bad launch shape answers (a choice: no NVIDIA answer was recorded for it): the grid
-(cuGraphKernelNodeSetParams) and the cluster dimension (the attribute) are set by separate calls in either order,
-and NVIDIA documents no cluster error for cuGraphKernelNodeSetAttribute (only INVALID_VALUE and INVALID_HANDLE),
-so a node's launch is checked whole, by launch.py's own checks, where the driver turns a graph into launches: when
-it is instantiated (cuGraphInstantiate*, the graph given to cuGraphExecUpdate), and at once by
-cuGraphExecKernelNodeSetParams, which changes a built executable. Each answers the stream launch's code
-(CUDA_ERROR_INVALID_CLUSTER_SIZE, COOPERATIVE_LAUNCH_TOO_LARGE); cuGraphLaunch never does, so no graph is left
-half-launched."""
+Where a bad launch shape answers, as an H100 answers it (tests/data/nvidia_graph_cluster_answers.json, from
+scripts/nvidia_graph_cluster_probe.cu): a kernel whose own cluster dimension does not divide the grid at
+cuGraphAddKernelNode (and, by the same check, cuGraphKernelNodeSetParams and cuGraphAddNode); a cluster dimension
+attribute the grid, the kernel's own dimension or the size limit refuses at cuGraphKernelNodeSetAttribute, the node
+keeping what it had. What is left (a grid set after the attribute, a cooperative grid too large) answers when the
+node's launch is checked whole, by launch.py's own checks, where the driver turns a graph into launches: when it is
+instantiated (cuGraphInstantiate*, the graph given to cuGraphExecUpdate), and at once by
+cuGraphExecKernelNodeSetParams. Each answers the stream launch's code (CUDA_ERROR_INVALID_CLUSTER_SIZE,
+COOPERATIVE_LAUNCH_TOO_LARGE); cuGraphLaunch never does, so no graph is left half-launched. A priority is kept
+clamped to the device's range, as an H100 keeps it."""
 
 from __future__ import annotations
 
@@ -122,9 +124,27 @@ def _give(n, attrs: dict) -> None:
     n.params["attrs"] = attrs
 
 
+def check_kernel_node(p: dict) -> None:
+    """What an H100 checks when a kernel node is added or given parameters: the kernel's own cluster dimension
+    (.reqnctapercluster) against its grid (CUDA_ERROR_INVALID_CLUSTER_SIZE); the node's attributes wait for
+    its instantiation."""
+    launchmod.cluster_shape(p["function"], p["grid"], None, 0)
+
+
+def _checked_cluster(n, attrs: dict) -> None:
+    """A cluster dimension given to a node, checked as an H100 checks it there: against the node's grid, the
+    kernel's own dimension and the size limit (CUDA_ERROR_INVALID_CLUSTER_SIZE, the node unchanged); all zeros
+    is none."""
+    _cooperative, cluster, portable = launchmod.decode_attributes(attrs)
+    if cluster not in (None, (0, 0, 0)) and n._replay is graphmod._replay_kernel:
+        launchmod.cluster_shape(n.params["function"], n.params["grid"], cluster, portable)
+
+
 @export("cuGraphKernelNodeGetAttribute")
 def graph_kernel_node_get_attribute(hnode, attr, value_out):
     n = _kernel_node(hnode)
+    if attr == launchmod.ATTR_IGNORE:
+        raise CudaError(CUDA_ERROR_INVALID_VALUE, "attribute 0 (CU_LAUNCH_ATTRIBUTE_IGNORE) has no value")
     size = _member_size(attr)
     if not value_out:
         raise CudaError(CUDA_ERROR_INVALID_VALUE, "value_out is NULL")
@@ -139,8 +159,11 @@ def graph_kernel_node_set_attribute(hnode, attr, value):
     if not value:
         raise CudaError(CUDA_ERROR_INVALID_VALUE, "value is NULL")
     if size:
-        raw = cmem.read_bytes(value, size, "value").ljust(VALUE_SIZE, b"\0")
-        _give(n, {**n.params.get("attrs", {}), attr: raw})
+        raw = launchmod.normalised_attribute(attr, cmem.read_bytes(value, size, "value").ljust(VALUE_SIZE, b"\0"))
+        attrs = {**n.params.get("attrs", {}), attr: raw}
+        if attr == launchmod.ATTR_CLUSTER_DIMENSION:
+            _checked_cluster(n, attrs)
+        _give(n, attrs)
 
 
 @export("cuGraphKernelNodeCopyAttributes")

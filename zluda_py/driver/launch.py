@@ -294,10 +294,19 @@ def read_launch_config(config: int) -> LaunchConfig:
         if attr_id == ATTR_PORTABLE_CLUSTER_SIZE_MODE and mode not in (0, 1, 2):
             raise CudaError(CUDA_ERROR_INVALID_VALUE, f"portable cluster size mode {mode}")
         if attr_id:         # CU_LAUNCH_ATTRIBUTE_IGNORE: nothing
-            values[attr_id] = raw[8:8 + ATTRIBUTE_VALUE_SIZE]
+            values[attr_id] = normalised_attribute(attr_id, raw[8:8 + ATTRIBUTE_VALUE_SIZE])
     # a cluster attribute of all zeros stays one (a launch refuses it); no attribute: the kernel's own, if any
     cooperative, cluster, portable = decode_attributes(values)
     return LaunchConfig((gx, gy, gz), (bx, by, bz), shared, hstream, cooperative, cluster, portable, values)
+
+
+def normalised_attribute(attr_id: int, value: bytes) -> bytes:
+    """A launch attribute's value as a kernel node keeps it: a priority clamped to the device's range (an H100
+    reads back 0 for a node given 3)."""
+    if attr_id == ATTR_PRIORITY:
+        p = min(max(struct.unpack_from("<i", value)[0], ctxmod.STREAM_PRIORITY_GREATEST), ctxmod.STREAM_PRIORITY_LEAST)
+        return struct.pack("<i", p) + value[4:]
+    return value
 
 
 def decode_attributes(values: dict) -> tuple:
