@@ -39,7 +39,7 @@ def test_lazy_compiles_only_what_is_launched_and_the_gap_fails_its_launch(lazy_e
     figures, (compiled, hits), log = run(lazy_exe, tmp_path, 40, 4)
     assert figures["loaded_before_launch"] == "0"
     assert figures["gap_get"] == "0" and figures["gap_launch"] == str(NOT_SUPPORTED)
-    assert "kernel gap: cannot be compiled" in log and "mma.sp" in log
+    assert "kernel gap: cannot be compiled" in log and "stacksave" in log
     assert (compiled, hits) == (4, 0), log          # k0 is launched again: compiled once
     # a second run: every kernel it launches is a cache hit, none compiled
     figures, (compiled, hits), log = run(lazy_exe, tmp_path, 40, 4)
@@ -50,7 +50,7 @@ def test_eager_compiles_everything_at_load_and_refuses_the_gap_at_get_function(l
     figures, _, log = run(lazy_exe, tmp_path, 6, 3, CUDA_MODULE_LOADING="EAGER")
     assert figures["loaded_before_launch"] == "1"
     assert figures["gap_get"] == str(NOT_SUPPORTED) and "gap_launch" not in figures
-    assert "mma.sp" in log
+    assert "stacksave" in log
     assert "module loads: 1 compiled" in log        # the whole module, then kernel by kernel
 
 
