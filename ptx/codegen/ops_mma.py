@@ -316,34 +316,33 @@ def compute_slot(em, form, pl, els, arow, bcol, creq, meta=None):
     """The D element of one slot: iN bits of the D type."""
     f = em.f
     at, bt, ct, dt = form.at, form.bt, form.ct, form.dt
-    if meta is not None:
+    ints = ("s8", "u8", "s4", "u4")
+    if meta is not None:        # mma.sp: the same sums as the dense forms', over the stored columns
         pairs = _sparse_pairs(em, form, els, arow, bcol, meta)
-        if at in ("s8", "u8"):
-            return M.int_dot(em, pairs, els.raw(creq, 32), form.sat, at[0] == "s" or bt[0] == "s")
-        out = "f32" if dt == "f32" else "f16-acc"
-        return M.tensor_dot(em, pairs, _float_elem(em, els, creq, ct), out)
-    if at == "b1":
+    elif at == "b1":
         if any(sa != q % 32 for q, (_, sa) in enumerate(arow)) or \
                 any(sb != q % 32 for q, (_, sb) in enumerate(bcol)):
             raise AssertionError("b1 rows are not whole words")
         pairs = [(els.word(arow[q][0][0]), els.word(bcol[q][0][0])) for q in range(0, pl.k, 32)]
         return M.popc_dot(em, pairs, els.raw(creq, 32), form.bitop)
-    if at in ("s8", "u8", "s4", "u4"):
+    elif at in ints:
         pairs = [(_int_elem(em, els, a, at), _int_elem(em, els, b, bt)) for a, b in zip(arow, bcol)]
-        return M.int_dot(em, pairs, els.raw(creq, 32), form.sat, at[0] == "s" or bt[0] == "s")
-    if at == "f64":
+    elif at == "f64":
         dbl = lambda r: els.cached(r, "f64", lambda: f.op(f"bitcast i64 {els.raw(r, 64)} to double"))
         nan = 0xFFF8000000000000 if not form.wmma and form.shape in ("m16n8k8", "m16n8k16") else 0x7FFFFFFFFFFFFFFF
         pairs = [(dbl(a), dbl(b)) for a, b in zip(arow, bcol)]
         return M.f64_chain(em, pairs, dbl(creq), form.rnd or "rn", nan - (1 << 64 if nan >> 63 else 0))
-    if not form.wmma and form.shape == "m8n8k4":
+    elif not form.wmma and form.shape == "m8n8k4":
         half = lambda r: els.cached(r, "h2f", lambda: f.op(f"fpext half {f.op(f'bitcast i16 {els.raw(r, 16)} to half')} to float"))
         prods = [f.op(f"fmul float {half(a)}, {half(b)}") for a, b in zip(arow, bcol)]
         c = half(creq) if ct == "f16" else f.op(f"bitcast i32 {els.raw(creq, 32)} to float")
         return M.m8n8k4_f16(em, prods, c, ct, dt)
-    pairs = [(_float_elem(em, els, a, at), _float_elem(em, els, b, bt)) for a, b in zip(arow, bcol)]
-    if at in FP8:
-        return M.fp8_dot(em, pairs, els.raw(creq, L.BITS[ct]), dt)
+    else:
+        pairs = [(_float_elem(em, els, a, at), _float_elem(em, els, b, bt)) for a, b in zip(arow, bcol)]
+        if at in FP8:
+            return M.fp8_dot(em, pairs, els.raw(creq, L.BITS[ct]), dt)
+    if at in ints:
+        return M.int_dot(em, pairs, els.raw(creq, 32), form.sat, at[0] == "s" or bt[0] == "s")
     c = _float_elem(em, els, creq, ct)
     out = "f32" if dt == "f32" else ("f16-acc" if ct == "f16" else "f16")
     return M.tensor_dot(em, pairs, c, out, block=4 if form.wmma and at == "tf32" else None)
