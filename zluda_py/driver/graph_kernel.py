@@ -57,13 +57,18 @@ _LAUNCH_CHANGING = (launchmod.ATTR_COOPERATIVE, launchmod.ATTR_CLUSTER_DIMENSION
 _CONDITIONAL = 13           # CU_GRAPH_NODE_TYPE_CONDITIONAL: its body graphs hold nodes too
 
 
+def _decoded(attrs: dict) -> tuple:
+    """launch.decode_attributes of a node's attributes, where an all-zero cluster dimension is none (the kernel's
+    own, or clusters of one): a fresh node reads back zeros."""
+    cooperative, cluster, portable = launchmod.decode_attributes(attrs)
+    return cooperative, None if cluster == (0, 0, 0) else cluster, portable
+
+
 def launch_flags(p: dict) -> int:
     """The backend's launch flags of a kernel node's parameters, or the CudaError a stream launch of the same
     kernel, grid, block and attributes answers (its grid and block were checked when they were set)."""
     f, grid = p["function"], p["grid"]
-    cooperative, cluster, portable = launchmod.decode_attributes(p.get("attrs", {}))
-    if cluster == (0, 0, 0):
-        cluster = None          # a node's all-zero cluster dimension is none: the kernel's own, or clusters of one
+    cooperative, cluster, portable = _decoded(p.get("attrs", {}))
     shape = launchmod.cluster_shape(f, grid, cluster, portable)
     return launchmod.launch_flags(f, grid, p["block"], p["shared"], cooperative, shape)
 
@@ -126,8 +131,8 @@ def _give(n, attrs: dict) -> None:
 
 def check_kernel_node(p: dict) -> None:
     """What an H100 checks when a kernel node is added or given parameters: the kernel's own cluster dimension
-    (.reqnctapercluster) against its grid (CUDA_ERROR_INVALID_CLUSTER_SIZE); the node's attributes wait for
-    its instantiation."""
+    (.reqnctapercluster) against its grid (CUDA_ERROR_INVALID_CLUSTER_SIZE); a cluster attribute is checked when
+    it is set (_checked_cluster) and the whole launch when the graph is instantiated."""
     launchmod.cluster_shape(p["function"], p["grid"], None, 0)
 
 
@@ -135,8 +140,8 @@ def _checked_cluster(n, attrs: dict) -> None:
     """A cluster dimension given to a node, checked as an H100 checks it there: against the node's grid, the
     kernel's own dimension and the size limit (CUDA_ERROR_INVALID_CLUSTER_SIZE, the node unchanged); all zeros
     is none."""
-    _cooperative, cluster, portable = launchmod.decode_attributes(attrs)
-    if cluster not in (None, (0, 0, 0)) and n._replay is graphmod._replay_kernel:
+    _cooperative, cluster, portable = _decoded(attrs)
+    if cluster is not None and n._replay is graphmod._replay_kernel:
         launchmod.cluster_shape(n.params["function"], n.params["grid"], cluster, portable)
 
 

@@ -264,17 +264,28 @@ def launch_cooperative_kernel_ptsz(f, gx, gy, gz, bx, by, bz, shared, hstream, k
 
 
 class LaunchConfig(NamedTuple):
-    """A CUlaunchConfig read: cluster is None without a CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, portable its
-    CU_LAUNCH_ATTRIBUTE_PORTABLE_CLUSTER_SIZE_MODE (0 without one), attrs every attribute's 64-byte value by id
-    (the last of an id wins), which a captured launch's kernel node keeps."""
+    """A CUlaunchConfig read: attrs every attribute's 64-byte value by id (the last of an id wins), which a
+    captured launch's kernel node keeps; cooperative, cluster and portable the ones that change the launch."""
     grid: tuple
     block: tuple
     shared: int
     stream: int
-    cooperative: bool
-    cluster: tuple | None
-    portable: int
     attrs: dict
+
+    @property
+    def cooperative(self) -> bool:
+        return decode_attributes(self.attrs)[0]
+
+    @property
+    def cluster(self):
+        """None without a CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION (the kernel's own applies, if any); all zeros stays
+        one (a launch refuses it)."""
+        return decode_attributes(self.attrs)[1]
+
+    @property
+    def portable(self) -> int:
+        """CU_LAUNCH_ATTRIBUTE_PORTABLE_CLUSTER_SIZE_MODE, 0 without one."""
+        return decode_attributes(self.attrs)[2]
 
 
 def read_launch_config(config: int) -> LaunchConfig:
@@ -290,14 +301,13 @@ def read_launch_config(config: int) -> LaunchConfig:
         attr_id = struct.unpack_from("<I", raw)[0]
         if attr_id >= ATTR_MAX:
             raise CudaError(CUDA_ERROR_INVALID_VALUE, f"unknown launch attribute {attr_id}")
-        mode = struct.unpack_from("<i", raw, 8)[0]
-        if attr_id == ATTR_PORTABLE_CLUSTER_SIZE_MODE and mode not in (0, 1, 2):
-            raise CudaError(CUDA_ERROR_INVALID_VALUE, f"portable cluster size mode {mode}")
+        if attr_id == ATTR_PORTABLE_CLUSTER_SIZE_MODE:
+            mode = struct.unpack_from("<i", raw, 8)[0]
+            if mode not in (0, 1, 2):
+                raise CudaError(CUDA_ERROR_INVALID_VALUE, f"portable cluster size mode {mode}")
         if attr_id:         # CU_LAUNCH_ATTRIBUTE_IGNORE: nothing
             values[attr_id] = normalised_attribute(attr_id, raw[8:8 + ATTRIBUTE_VALUE_SIZE])
-    # a cluster attribute of all zeros stays one (a launch refuses it); no attribute: the kernel's own, if any
-    cooperative, cluster, portable = decode_attributes(values)
-    return LaunchConfig((gx, gy, gz), (bx, by, bz), shared, hstream, cooperative, cluster, portable, values)
+    return LaunchConfig((gx, gy, gz), (bx, by, bz), shared, hstream, values)
 
 
 def normalised_attribute(attr_id: int, value: bytes) -> bytes:
