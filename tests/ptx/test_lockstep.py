@@ -1312,17 +1312,35 @@ $L:
 
 def test_lockstep_loops_check_their_affine_registers_as_they_run(modules):
     """A region that loops back to its own yield verifies its affine registers' next values in its thread loop (over
-    the block here; per row where their rest varies by row) and tells the block function (the word after the uniform parts), which then skips the separate check; the
-    exit of a grid-stride loop stores what the loop's back edge stores, so those stores need no mask."""
+    the block here; per row where their rest varies by row) and tells the block function (the word after the uniform
+    parts), which then skips the separate check. Without rounds in one call (cpu/round_loops.py), the exit of a
+    grid-stride loop stores what the loop's back edge stores, so those stores need no mask; with them, neither
+    stores the loop's index: the next round starts from the block's base, and the threads still in the loop when
+    the rounds end get their slots from it."""
+    from ptx.codegen.cpu import round_loops
     ir = modules["lockstep"].ir
     body = ir[ir.index('define internal i32 @"ru1.saxpy"'):]
     body = body[:body.index("\n}\n")]
     assert "%uflag = and i32" in body and "%un0.next = and i32" in body and "%bgood = xor i1" in body
     block = ir[ir.index('define i32 @"k.saxpy"'):]
     assert "%fresh = phi i32" in block and "br i1 %fr.1, label %ureg.1, label %ucheck.1" in block
-    exit_block = body[body.index("thread.exit:"):]
-    exit_block = exit_block[:exit_block.index("br label %tx.latch")]
-    assert "store i32" in exit_block.replace("store i32 0, ptr %sitep", "")
+    assert "\nround:" in body and "\nmat.st:" in body
+
+    def stores(region, label):
+        part = region[region.index(f"\n{label}:"):]
+        part = part[:part.index("br label %tx.latch")]
+        return part.replace("store i32 0, ptr %sitep", "").count("store i32")
+
+    assert stores(body, "save.1") == 0 and stores(body, "thread.exit") == 0
+    saved = round_loops.ENABLED
+    round_loops.ENABLED = False
+    try:
+        ir = _compile(True).ir
+    finally:
+        round_loops.ENABLED = saved
+    body = ir[ir.index('define internal i32 @"ru1.saxpy"'):]
+    body = body[:body.index("\n}\n")]
+    assert "\nround:" not in body and stores(body, "thread.exit") > 0
 
 
 # nvcc -arch=compute_86 -ptx (CUDA 13.0) of:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from ptx import ast as A
 from ptx.codegen import function_emitter as FE
 from ptx.codegen.function_emitter import FunctionEmitter
-from ptx.codegen.cpu import affine, lockstep, thread_range
+from ptx.codegen.cpu import affine, lockstep, round_loops, thread_range
 from ptx.passes.sync_points import sync_kind
 from ptx.codegen.cpu.block_abi import region_entry, store_undef_regs
 from ptx.codegen.cpu.regions import region_exits, region_reach, region_writes
@@ -19,11 +19,12 @@ from ptx.codegen.module_context import assemble
 TX_LOOP_MD = ", !llvm.loop !8998"
 
 
-def range_loops(f, bx, by, ranged, track=True, xrange=None, extra=(), row_start=()):
+def range_loops(f, bx, by, ranged, track=True, xrange=None, extra=(), row_start=(), head="entry"):
     """The thread loops' headers. Ranged (kernels with warp collectives): only the threads of linear
     ids [lo, hi) run (the others exited), and the loops track the live threads' smallest and largest
     id and their count, so that the block can go on with the live threads as one range. xrange: (lo, hi), the
-    tid.x interval of the threads that do anything in this region (thread_range.guard)."""
+    tid.x interval of the threads that do anything in this region (thread_range.guard); head: the block they
+    are entered from."""
     acc = (["mn", "mx"] + (["l0", "l1", "c"] if ranged else [])) if track else []
     init = {"mn": "-1", "mx": "0", "l0": "-1", "l1": "0", "c": "0"}
     types = {a: "i32" for a in acc}
@@ -34,9 +35,9 @@ def range_loops(f, bx, by, ranged, track=True, xrange=None, extra=(), row_start=
         if not per_row:
             carried.append(name)
     f.label("tz.head")
-    f.emit("%tid.z = phi i32 [ 0, %entry ], [ %tz.next, %tz.latch ]")
+    f.emit(f"%tid.z = phi i32 [ 0, %{head} ], [ %tz.next, %tz.latch ]")
     for a in carried:
-        f.emit(f"%{a}.z = phi {types[a]} [ {init[a]}, %entry ], [ %{a}.r, %tz.latch ]")
+        f.emit(f"%{a}.z = phi {types[a]} [ {init[a]}, %{head} ], [ %{a}.r, %tz.latch ]")
     f.term("br label %ty.head")
     f.label("ty.head")
     f.emit("%tid.y = phi i32 [ 0, %tz.head ], [ %ty.next, %ty.latch ]")
@@ -187,7 +188,8 @@ def emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False, 
     its next site (the block function picks the next region itself where they disagree); masked: only the threads
     waiting at site k run, the others keep their site. uniform: [(register, type, (slope, by row))] that it
     recomputes from the block's (or the row's) first thread's slot and %tid.x instead of loading their slots (checked
-    by cpu/affine.uniform_check, or by the region that ran before: the word at %uni after the candidates')."""
+    by cpu/affine.uniform_check, or by the region that ran before: the word at %uni after the candidates'); where
+    cpu/round_loops.plan proves its loop keeps them affine, the region runs the loop's rounds itself."""
     from ptx.passes.liveness import defs_uses
     consts = consts or {}
     em = FunctionEmitter(mctx, flat, "region")
@@ -231,8 +233,14 @@ def emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False, 
     # the block function's separate pass over the slots (affine.uniform_check). AND and OR of those: equal where
     # every bit agrees (cheaper than min and max: AVX2 has no 64-bit vector min)
     verify = bool(uniform) and soft and not warp and not masked and k in outs
-    extra = [(f"u{m}{j}", ty, init, by_row) for j, (_, ty, (_, by_row)) in enumerate(uniform or ())
-             for m, init in (("n", "-1"), ("x", "0"))]
+    # the loop's rounds in this call, its block-wide candidates one scalar each (cpu/round_loops.py)
+    rounds = verify and round_loops.ENABLED and round_loops.plan(
+        flat.body, succ, reach, sync_em.sync_sites[k - 1][4], uniform, live[sync_em.sync_sites[k - 1][4]], remat,
+        em.is_register)
+    block_cands = {name for name, _, (_, by_row) in uniform or () if not by_row} if rounds else set()
+    # (a proven block-wide candidate needs no OR: its threads agree; the AND of theirs is the next round's base)
+    extra = [(f"u{m}{j}", ty, init, by_row) for j, (name, ty, (_, by_row)) in enumerate(uniform or ())
+             for m, init in (("n", "-1"), ("x", "0")) if m == "n" or name not in block_cands]
     # the affine registers' bases: the first thread's slot of the block (in the entry) or of each row (here), read
     # before any thread stores
     row_start, block_start = [], []
@@ -242,9 +250,10 @@ def emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False, 
             f"%rbo.{j} = mul i64 %n64, {sync_em.reg_off[name]}",
             f"%rbs.{j} = getelementptr i8, ptr %soa, i64 %rbo.{j}",
             f"%rbp.{j} = getelementptr {ty}, ptr %rbs.{j}, i64 {'%row64' if by_row else 0}",
-            f"%rb.{j} = load {ty}, ptr %rbp.{j}" + scopes.mark(sync_em.reg_off[name])])
+            f"%rb{'0' if rounds and not by_row else ''}.{j} = load {ty}, ptr %rbp.{j}" +
+            scopes.mark(sync_em.reg_off[name])])
     acc, acc_types = range_loops(f, bx, by, warp, track=record, xrange=xr and xr[:2], extra=extra if verify else (),
-                                 row_start=row_start)
+                                 row_start=row_start, head="round" if rounds else "entry")
     f.emit("%t = zext i32 %lin to i64")
     f.emit("%sitep = getelementptr i32, ptr %soa, i64 %t")
     if steps:
@@ -259,6 +268,8 @@ def emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False, 
     else:
         f.term(f"br label %{'start' if k == 0 else f'restore.{k}'}")
     f.label("start")
+    if rounds:
+        round_loops.make_shadows(em, rounds, flat.body, block_cands)
     # Only what this region can run: the rest of the body would be dead code that we would
     # translate, LLVM would parse and then delete, once per region. Every barrier is still
     # emitted, so that the sites keep the thread function's numbers.
@@ -271,6 +282,8 @@ def emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False, 
             continue            # no thread in the loop takes it
         elif i in reach or (k and i == sync_em.sync_sites[k - 1][4]):
             em.emit_instruction(st)
+            if rounds and i in rounds.cyc:
+                round_loops.emit_shadow(em, st, rounds)
         elif sync_kind(st):
             # a site this region cannot reach: only its number (its inputs would be dead code)
             em.cur_ins = st
@@ -317,7 +330,8 @@ def emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False, 
         f.label(f"save.{j}")
         # registers every region recomputes (remat) are not stored: the fallback recomputes them too (remat_fn)
         saved = [(name, ty, ptr) for name, ty, ptr in (keep if idx in reach else ())
-                 if (name in writes or not em.is_register(name)) and name not in consts and name not in remat]
+                 if (name in writes or not em.is_register(name)) and name not in consts and name not in remat
+                 and not (j == k and name in block_cands)]
         for name, ty, ptr in saved:
             v = f.op(f"load {ty}, ptr {ptr}")
             f.emit(f"store {ty} {v}, ptr {slot(name, ty)}")
@@ -355,8 +369,11 @@ def emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False, 
             body[exit_mark:exit_mark], f.lines = f.lines, body
         if verify and j == k:
             for c, (name, ty, (sx, _)) in enumerate(uniform):
-                v = f.op(f"load {ty}, ptr {em.regs[name][1]}")
-                d = f.op(f"sub {ty} {v}, {affine.recompute(f, ty, sx, '0')}")
+                if name in block_cands and sx:
+                    d = f.op(f"load {ty}, ptr {round_loops.shadow_of(rounds, name)}")
+                else:
+                    v = f.op(f"load {ty}, ptr {em.regs[name][1]}")
+                    d = f.op(f"sub {ty} {v}, {affine.recompute(f, ty, sx, '0')}")
                 verified[c] = d
             verified["block"] = f"save.{j}"
         f.term("br label %tx.latch")
@@ -368,6 +385,8 @@ def emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False, 
                 if name in affine_regs:
                     j, (sx, _) = affine_regs[name]
                     v = affine.recompute(f, ty, sx, f"%rb.{j}")
+                    if name in block_cands and sx:
+                        f.emit(f"store {ty} %rb.{j}, ptr {round_loops.shadow_of(rounds, name)}")
                 else:
                     v = f.op(f"load {ty}, ptr {slot(name, ty)}")
                     f.lines[-1] += scopes.mark(reg_off[name])
@@ -401,11 +420,12 @@ def emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False, 
                 f.emit(f"%ud{c} = phi {ty} [ {verified[c]}, %{verified['block']} ], {others}")
             f.emit(f"%again = icmp eq i32 %site, {k}")
             ok = "%again.r"
-            for c, (_, ty, _) in enumerate(uniform):
+            for c, (name, ty, _) in enumerate(uniform):
                 f.emit(f"%udn{c} = select i1 %again, {ty} %ud{c}, {ty} -1")
-                f.emit(f"%udx{c} = select i1 %again, {ty} %ud{c}, {ty} 0")
                 f.emit(f"%un{c}.next = and {ty} %un{c}, %udn{c}")
-                f.emit(f"%ux{c}.next = or {ty} %ux{c}, %udx{c}")
+                if name not in block_cands:
+                    f.emit(f"%udx{c} = select i1 %again, {ty} %ud{c}, {ty} 0")
+                    f.emit(f"%ux{c}.next = or {ty} %ux{c}, %udx{c}")
             # a row (the block) agrees when AND and OR of its differences are equal, or nothing went in (no thread
             # stays in the loop)
             rows = [(c, ty) for c, (_, ty, (_, by_row)) in enumerate(uniform) if by_row]
@@ -413,7 +433,8 @@ def emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False, 
                 lines, bad = _agree_lines(rows, "r")
                 row_end += lines + ["%rfl = load i32, ptr %uflp", f"%rfl.n = select i1 {bad}, i32 0, i32 %rfl",
                                     "store i32 %rfl.n, ptr %uflp"]
-            lines, bad = _agree_lines([(c, ty) for c, (_, ty, (_, by_row)) in enumerate(uniform) if not by_row], "b")
+            lines, bad = _agree_lines([(c, ty) for c, (name, ty, (_, by_row)) in enumerate(uniform)
+                                       if not by_row and name not in block_cands], "b")
             before_ret += lines + [f"%again.r = icmp eq i32 %res, {k}", "%uflag.0 = load i32, ptr %uflp",
                                    f"%bgood = xor i1 {bad}, true", "%uflag.1 = and i1 %again.r, %bgood",
                                    "%uflag.2 = zext i1 %uflag.1 to i32", "%uflag = and i32 %uflag.0, %uflag.2"]
@@ -430,6 +451,11 @@ def emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False, 
     range_latches(f, mctx, bx, by, bz, acc, warp, None if record else (outs or [0])[0], xr, acc_types, before_ret,
                   row_end)
     f.lines[mark:mark] = store_undef_regs(em)
+    if rounds:
+        assert f.lines[-1] == "  ret i32 %res"
+        head, tail = _round_blocks(f, k, uniform, block_cands & writes, bx, reg_off)
+        f.lines[-1:] = tail
+        f.lines[:0] = head
     after_entry = region_entry(bx, by, bz) + (["  %st.n = alloca i32, align 4"] if steps else [])
     if warp:
         after_entry += ["  %lo = load i32, ptr %rng", "  %hip = getelementptr i32, ptr %rng, i64 1",
@@ -437,7 +463,7 @@ def emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False, 
     after_entry += ["  " + line for line in block_start]
     if uniform:
         after_entry.append("  %uflp = getelementptr i8, ptr %uni, i64 0")
-        if verify:
+        if verify and not rounds:
             after_entry.append("  store i32 1, ptr %uflp")
     if warp and xr and record:
         # the threads the guard skips exit: site 0 (the loop then stores the others')
@@ -447,7 +473,7 @@ def emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False, 
                         "  %zs.e = icmp ult i32 %lo, %hi", "  %zs.n = select i1 %zs.e, i64 %zs.d, i64 0",
                         "  %zs.b = shl i64 %zs.n, 2",
                         "  call void @llvm.memset.p0.i64(ptr %zs.p, i8 0, i64 %zs.b, i1 false)"]
-    after_entry.append("  br label %tz.head")
+    after_entry.append(f"  br label %{'round' if rounds else 'tz.head'}")
     # noinline: inlined into the block function, every region would be optimized a second time
     # there; a call per region per block costs nothing beside a loop over the block's threads
     kind = "m" if masked else "u" if uniform else ""
@@ -457,6 +483,35 @@ def emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False, 
               f'i32 %ctaid.y, i32 %ctaid.z{", ptr %rng" if warp else ""}{", ptr noalias %uni" if uniform else ""}) noinline {{')
     scopes.apply(f.lines, after_entry)
     return assemble(header, em, after_entry, f.lines, [])
+
+
+def _round_blocks(f, k, uniform, stale, bx, reg_off):
+    """A rounds region's (cpu/round_loops.py) first block and last lines: the next round starts from the bases the
+    threads that stay agreed on (%unC.r); when the rounds end, the threads still at the yield get their slots of
+    the block-wide candidates the round wrote (`stale`: not stored as it went), from the same bases."""
+    head = ["round:"]
+    for c, (name, ty, (_, by_row)) in enumerate(uniform):
+        if not by_row:
+            head.append(f"  %rb.{c} = phi {ty} [ %rb0.{c}, %entry ], [ %un{c}.r, %round.next ]")
+    head += ["  store i32 1, ptr %uflp", "  br label %tz.head"]
+    tail = ["  %rd.go = icmp ne i32 %uflag, 0", "  br i1 %rd.go, label %round.next, label %mat.loop",
+            "round.next:", "  br label %round",
+            "mat.loop:", "  %mt = phi i64 [ 0, %agree ], [ %mt.n, %mat.next ]",
+            "  %ms.p = getelementptr i32, ptr %soa, i64 %mt", "  %ms = load i32, ptr %ms.p",
+            f"  %ms.k = icmp eq i32 %ms, {k}", "  br i1 %ms.k, label %mat.st, label %mat.next",
+            "mat.st:", "  %mt32 = trunc i64 %mt to i32", f"  %mtx = urem i32 %mt32, {bx}"]
+    for c, (name, ty, (sx, _)) in enumerate(uniform):
+        if name not in stale:
+            continue
+        tx = "%mtx" if ty == "i32" else f"%mtx.{c}"
+        if ty != "i32":
+            tail.append(f"  {tx} = zext i32 %mtx to {ty}")
+        tail += [f"  %mm.{c} = mul {ty} {tx}, {sx}", f"  %mv.{c} = add {ty} %un{c}.r, %mm.{c}",
+                 f"  %mo.{c} = mul i64 %n64, {reg_off[name]}", f"  %mb.{c} = getelementptr i8, ptr %soa, i64 %mo.{c}",
+                 f"  %mp.{c} = getelementptr {ty}, ptr %mb.{c}, i64 %mt", f"  store {ty} %mv.{c}, ptr %mp.{c}"]
+    tail += ["  br label %mat.next", "mat.next:", "  %mt.n = add nuw i64 %mt, 1", "  %mt.c = icmp ult i64 %mt.n, %n64",
+             "  br i1 %mt.c, label %mat.loop, label %mat.out", "mat.out:", "  ret i32 %res"]
+    return head, tail
 
 
 def emit_remat_fn(func, flat, mctx, sync_em, remat, consts):
