@@ -582,3 +582,24 @@ def test_rounds_in_blocks_of_rows(modules, block):
         mods["nvcc"].kernel("uniform_steps").launch(grid, block, [x, out, n, rounds])
         got = out[:bx * grid]
         assert np.array_equal(got, flat), f"{name}: {int(np.sum(got != flat))} of {got.size} differ"
+
+
+def test_loads_through_a_lane0_address_prefetch_the_round_after_next(modules):
+    """uneven_counts reads p[0], p[3], ... through a pointer 4 bytes apart per lane: the rounds record its lane-0
+    address and, from the second round on, prefetch where two more steps of the same size put it (a grid-stride
+    loop's next piece); x[i % n] has no lane-0 address, so uniform_steps prefetches nothing."""
+    nv = modules["rounds"]["nvcc"].ir
+
+    def body(region):
+        b = nv[nv.index(f'define internal i32 @"{region}"'):]
+        return b[:b.index("\n}\n")]
+
+    assert "@llvm.prefetch.p0" in body("ru1.uneven_counts") and "%pfv = phi i1" in body("ru1.uneven_counts")
+    assert "@llvm.prefetch" not in body("ru1.uniform_steps")
+    saved = round_loops.PREFETCH
+    round_loops.PREFETCH = False
+    try:
+        off = ptx.compile(NVCC_PTX + "\n// no prefetch\n").ir
+    finally:
+        round_loops.PREFETCH = saved
+    assert "@llvm.prefetch" not in off and "\nround:" in off

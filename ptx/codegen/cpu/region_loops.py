@@ -253,7 +253,7 @@ def emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False, 
             f"%rb{'0' if rounds and not by_row else ''}.{j} = load {ty}, ptr %rbp.{j}" +
             scopes.mark(sync_em.reg_off[name])])
     acc, acc_types = range_loops(f, bx, by, warp, track=record, xrange=xr and xr[:2], extra=extra if verify else (),
-                                 row_start=row_start, head="round" if rounds else "entry")
+                                 row_start=row_start, head="round.body" if rounds else "entry")
     f.emit("%t = zext i32 %lin to i64")
     f.emit("%sitep = getelementptr i32, ptr %soa, i64 %t")
     if steps:
@@ -284,6 +284,7 @@ def emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False, 
             em.emit_instruction(st)
             if rounds and i in rounds.cyc:
                 round_loops.emit_shadow(em, st, rounds)
+                round_loops.note_load(em, st, rounds)
         elif sync_kind(st):
             # a site this region cannot reach: only its number (its inputs would be dead code)
             em.cur_ins = st
@@ -453,7 +454,7 @@ def emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False, 
     f.lines[mark:mark] = store_undef_regs(em)
     if rounds:
         assert f.lines[-1] == "  ret i32 %res"
-        head, tail = _round_blocks(f, k, uniform, block_cands & writes, bx, reg_off)
+        head, tail = _round_blocks(em, k, uniform, block_cands & writes, bx, reg_off, rounds)
         f.lines[-1:] = tail
         f.lines[:0] = head
     after_entry = region_entry(bx, by, bz) + (["  %st.n = alloca i32, align 4"] if steps else [])
@@ -485,15 +486,20 @@ def emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False, 
     return assemble(header, em, after_entry, f.lines, [])
 
 
-def _round_blocks(f, k, uniform, stale, bx, reg_off):
-    """A rounds region's (cpu/round_loops.py) first block and last lines: the next round starts from the bases the
-    threads that stay agreed on (%unC.r); when the rounds end, the threads still at the yield get their slots of
-    the block-wide candidates the round wrote (`stale`: not stored as it went), from the same bases."""
+def _round_blocks(em, k, uniform, stale, bx, reg_off, plan):
+    """A rounds region's (cpu/round_loops.py) first blocks and last lines: the next round starts from the bases the
+    threads that stay agreed on (%unC.r), after the prefetches of the one after it; when the rounds end, the threads
+    still at the yield get their slots of the block-wide candidates the round wrote (`stale`: not stored as it
+    went), from the same bases."""
     head = ["round:"]
     for c, (name, ty, (_, by_row)) in enumerate(uniform):
         if not by_row:
             head.append(f"  %rb.{c} = phi {ty} [ %rb0.{c}, %entry ], [ %un{c}.r, %round.next ]")
-    head += ["  store i32 1, ptr %uflp", "  br label %tz.head"]
+    if plan.sites:
+        em.m.declare("declare void @llvm.prefetch.p0(ptr, i32, i32, i32)")
+        em.m.declare("declare i64 @llvm.umin.i64(i64, i64)")
+    phis, lines = round_loops.prefetch_lines(plan, em.mem_base() if plan.sites else None, bx)
+    head += phis + lines + ["  store i32 1, ptr %uflp", "  br label %tz.head"]
     tail = ["  %rd.go = icmp ne i32 %uflag, 0", "  br i1 %rd.go, label %round.next, label %mat.loop",
             "round.next:", "  br label %round",
             "mat.loop:", "  %mt = phi i64 [ 0, %agree ], [ %mt.n, %mat.next ]",

@@ -5,6 +5,7 @@ the block from round to round instead of storing and verifying each thread's cop
 from __future__ import annotations
 
 from ptx import ast as A
+from ptx.codegen import ptxtypes as T
 from ptx.passes.liveness import defs_uses
 
 # pure operations: the same inputs give every thread the same result
@@ -39,8 +40,10 @@ class _Slopes:
     or None: an optimistic fixed point over its definitions (in the loop, and outside it for those the region
     recomputes) and the value it enters the round with."""
 
-    def __init__(self, body, cyc, is_reg, entering, remat):
-        self.is_reg = is_reg
+    def __init__(self, body, cyc, is_reg, entering, remat, approx=False):
+        # approx: widening and sign- or zero-extending conversions keep the slope (exact unless the narrow value
+        # wraps), for the lane-0 addresses of prefetch sites, never for a proof
+        self.is_reg, self.approx = is_reg, approx
         defs = {r: [] for r in entering}
         for i in sorted(cyc):
             st = body[i]
@@ -101,7 +104,8 @@ class _Slopes:
             return 0
         # a varying operand: exact only for wrap-around integer arithmetic of one width, on registers (emit_shadow)
         op, mods = st.opcode, set(st.mods)
-        if not (mods & _INT_MODS) or mods & {"sat", "hi", "wide"} or not isinstance(st.operands[0], A.Reg):
+        if not (mods & _INT_MODS) or mods & {"sat", "hi"} or "wide" in mods and not self.approx \
+                or not isinstance(st.operands[0], A.Reg):
             return None
         if not all(isinstance(o, A.Imm) or (isinstance(o, A.Reg) and (self.is_reg(o.name) or o.name == "%tid.x"))
                    for o in ops):
@@ -109,13 +113,16 @@ class _Slopes:
         width = 64 if any(m.endswith("64") for m in mods) else 32
         if op == "mov" and len(src) == 1:
             return src[0]
+        if self.approx and len(src) == 1 and (op == "cvt" and len(st.mods) == 2 or
+                                              op == "cvta" and st.mods[-2:-1] == ("global",)):
+            return src[0]
         if op == "add" and len(src) == 2:
             return src[0] + src[1]
         if op == "sub" and len(src) == 2:
             return src[0] - src[1]
         if op == "shl" and len(src) == 2 and isinstance(ops[1], A.Imm) and 0 <= ops[1].value < width:
             return src[0] << ops[1].value
-        if op in ("mul", "mad") and "lo" in mods and len(src) >= 2:
+        if op in ("mul", "mad") and ("lo" in mods or "wide" in mods) and len(src) >= 2:
             if isinstance(ops[1], A.Imm):
                 prod = src[0] * ops[1].value
             elif isinstance(ops[0], A.Imm):
@@ -139,13 +146,16 @@ def _meet(a, b):
 
 
 class Plan:
-    """A proven loop: `cyc`, its statements; `slopes`, each register's exact slope (cpu/round_loops._Slopes); and
-    `shadows`, {register: (type, alloca)} of those with a nonzero slope, whose value less slope x %tid.x the region
-    tracks beside it (emit_shadow), so that the base the next round starts from is a value LLVM sees the same for
-    every thread (it would not see (b + s*t + u) - s*t as b + u through the chain of adds)."""
+    """A proven loop: `cyc`, its statements; `slopes`, each register's exact slope (cpu/round_loops._Slopes);
+    `lane0`, the same with widening conversions (approx); `shadows`, {register: (type, alloca)} of those with a
+    nonzero slope, whose lane-0 value (its value less slope x %tid.x) the region tracks beside it (emit_shadow), so
+    that the base the next round starts from is a value LLVM sees the same for every thread (it would not see
+    (b + s*t + u) - s*t as b + u through the chain of adds); `sites`, [(alloca, slope)] of the global loads whose
+    lane-0 address each round records, for the prefetches of the next (round_blocks)."""
 
-    def __init__(self, cyc, slopes):
-        self.cyc, self.slopes, self.shadows = cyc, slopes, {}
+    def __init__(self, cyc, slopes, lane0):
+        self.cyc, self.slopes, self.lane0, self.shadows, self.sites = cyc, slopes, lane0, {}, []
+        self.seen = set()
 
 
 def plan(body, succ, reach, idx, cands, live_k, remat, is_reg):
@@ -169,7 +179,7 @@ def plan(body, succ, reach, idx, cands, live_k, remat, is_reg):
             return None
     if not all(sl.val.get(name, sx) == sx for name, sx in slope.items()):
         return None
-    return Plan(cyc, sl)
+    return Plan(cyc, sl, _Slopes(body, cyc, is_reg, entering, remat, approx=True))
 
 
 def make_shadows(em, plan, body, cands):
@@ -180,7 +190,7 @@ def make_shadows(em, plan, body, cands):
         if isinstance(body[i], A.Instruction):
             names |= defs_uses(body[i], em.is_register)[0]
     for name in sorted(names):
-        if plan.slopes.of(A.Reg(name)):
+        if plan.lane0.of(A.Reg(name)):
             ty = em.reg(name)[0]
             plan.shadows[name] = (ty, em.f.alloca(ty))
 
@@ -189,38 +199,63 @@ def shadow_of(plan, name):
     return plan.shadows[name][1]
 
 
+def _lane0(em, plan, op, ty):
+    """Operand op's lane-0 value as LLVM type ty (its own width)."""
+    f = em.f
+    if isinstance(op, A.Imm):
+        return str(op.value)
+    if op.name == "%tid.x":
+        return "0"
+    s = plan.lane0.of(op)
+    if op.name in plan.shadows:
+        return f.op(f"load {ty}, ptr {plan.shadows[op.name][1]}")
+    v = f.op(f"load {ty}, ptr {em.regs[op.name][1]}")
+    if not s:
+        return v
+    # defined outside the loop (a remat register, the same all along): its value less its multiple of %tid.x
+    t = "%tid.x" if ty == "i32" else f.op(f"zext i32 %tid.x to {ty}")
+    return f.op(f"sub {ty} {v}, " + f.op(f"mul {ty} {t}, {s}"))
+
+
+def _extend(f, v, src_ty, dst_ty, signed):
+    if src_ty == dst_ty:
+        return v
+    bits = {"i8": 8, "i16": 16, "i32": 32, "i64": 64}
+    if bits[src_ty] > bits[dst_ty]:
+        return f.op(f"trunc {src_ty} {v} to {dst_ty}")
+    return f.op(f"{'sext' if signed else 'zext'} {src_ty} {v} to {dst_ty}")
+
+
 def emit_shadow(em, st, plan):
-    """After statement st of the loop: the shadow of the register it defines, where that has a nonzero slope."""
+    """After statement st of the loop: the lane-0 value of the register it defines, where that has a slope."""
     if not isinstance(st, A.Instruction) or not st.operands or not isinstance(st.operands[0], A.Reg):
         return
     name = st.operands[0].name
     if name not in plan.shadows:
         return
     f = em.f
-    ty = em.regs[name][0]
+    ty = plan.shadows[name][0]
+    ops, op, mods = st.operands[1:], st.opcode, st.mods
 
-    def sh(op):
-        if isinstance(op, A.Imm):
-            return str(op.value)
-        s = plan.slopes.of(op)
-        if op.name == "%tid.x":
-            return "0"
-        if not s:
-            return f.op(f"load {ty}, ptr {em.regs[op.name][1]}")
-        if op.name in plan.shadows:
-            return f.op(f"load {ty}, ptr {plan.shadows[op.name][1]}")
-        # defined outside the loop (a remat register, constant here): its value less its multiple of %tid.x
-        t = "%tid.x" if ty == "i32" else f.op(f"zext i32 %tid.x to {ty}")
-        v = f.op(f"load {ty}, ptr {em.regs[op.name][1]}")
-        return f.op(f"sub {ty} {v}, " + f.op(f"mul {ty} {t}, {s}"))
+    def sh(o, t=ty):
+        return _lane0(em, plan, o, t)
 
-    ops, op = st.operands[1:], st.opcode
-    if op == "mov":
+    if op in ("mov", "cvta"):
         v = sh(ops[0])
+    elif op == "cvt":
+        src = T.llvm_type(mods[1])
+        v = _extend(f, sh(ops[0], src), src, ty, mods[1].startswith("s"))
     elif op in ("add", "sub"):
         v = f.op(f"{op} {ty} {sh(ops[0])}, {sh(ops[1])}")
     elif op == "shl":
         v = f.op(f"shl {ty} {sh(ops[0])}, {ops[1].value}")
+    elif op in ("mul", "mad") and "wide" in mods:
+        src = T.llvm_type(mods[-1])
+        signed = mods[-1].startswith("s")
+        a, b = (_extend(f, sh(o, src), src, ty, signed) for o in ops[:2])
+        v = f.op(f"mul {ty} {a}, {b}")
+        if op == "mad":
+            v = f.op(f"add {ty} {v}, {sh(ops[2])}")
     elif op in ("mul", "mad"):
         v = f.op(f"mul {ty} {sh(ops[0])}, {sh(ops[1])}")
         if op == "mad":
@@ -228,7 +263,7 @@ def emit_shadow(em, st, plan):
     elif op == "selp":
         v = f.op(f"select i1 {f.op(f'load i1, ptr {em.regs[ops[2].name][1]}')}, {ty} {sh(ops[0])}, {ty} {sh(ops[1])}")
     else:
-        raise AssertionError(f"no shadow for {op}")
+        raise AssertionError(f"no lane-0 value for {op}")
     ptr = shadow_of(plan, name)
     if st.guard is not None:
         g = f.op(f"load i1, ptr {em.regs[st.guard[0]][1]}")
@@ -236,3 +271,60 @@ def emit_shadow(em, st, plan):
             g = f.op(f"xor i1 {g}, true")
         v = f.op(f"select i1 {g}, {ty} {v}, {ty} " + f.op(f"load {ty}, ptr {ptr}"))
     f.emit(f"store {ty} {v}, ptr {ptr}")
+
+
+MAX_SITES = 8
+PREFETCH = True             # tests and benchmarks compare with none
+MAX_PREFETCH_BYTES = 4096   # a round's lines of one site
+
+
+def note_load(em, st, plan):
+    """After a global load of the loop through a register with a lane-0 value (or the same for every lane) and a
+    slope of at most 16 bytes: records its lane-0 address for this round's prefetches of the next."""
+    if not (PREFETCH and isinstance(st, A.Instruction) and st.opcode == "ld" and "global" in st.mods and len(st.operands) == 2
+            and isinstance(st.operands[1], A.Address) and st.operands[1].base):
+        return
+    addr = st.operands[1]
+    s = plan.lane0.of(A.Reg(addr.base))
+    if not em.is_register(addr.base) or s is None or s == "top" or not 0 <= s <= 16:
+        return
+    key = (addr.base, addr.offset // 64)
+    if key in plan.seen or len(plan.sites) >= MAX_SITES or em.regs.get(addr.base, ("",))[0] != "i64":
+        return
+    plan.seen.add(key)
+    a = _lane0(em, plan, A.Reg(addr.base), "i64")
+    if addr.offset:
+        a = em.f.op(f"add i64 {a}, {addr.offset}")
+    ptr = em.f.alloca("i64")
+    em.f.emit(f"store i64 {a}, ptr {ptr}")
+    plan.sites.append((ptr, s))
+
+
+def prefetch_lines(plan, membase, bx):
+    """The round block's lines after its phis: with the lane-0 address each site had in the last two rounds
+    (the last in its alloca), the lines of the round after this one (a grid-stride loop's next 1 KiB piece, 64 KiB
+    on; a k loop's next rows of B), so that they arrive while this round runs. -> (phis, lines), the lines
+    ending in the label the thread loops start from."""
+    if not plan.sites:
+        return [], ["  br label %round.body", "round.body:"]
+    phis = ["  %pfv = phi i1 [ false, %entry ], [ true, %round.next ]"]
+    lines = [f"  %pfc.{n} = load i64, ptr {ptr}" for n, (ptr, _) in enumerate(plan.sites)]
+    phis += [f"  %pfp.{n} = phi i64 [ 0, %entry ], [ %pfc.{n}, %round.next ]" for n in range(len(plan.sites))]
+    lines.append("  br i1 %pfv, label %pf.0, label %round.body")
+    for n, (ptr, s) in enumerate(plan.sites):
+        nxt = f"pf.{n + 1}" if n + 1 < len(plan.sites) else "round.body"
+        ext = "1" if not s else f"%pfe.{n}"
+        lines += [f"pf.{n}:", f"  %pfd.{n} = sub i64 %pfc.{n}, %pfp.{n}", f"  %pfd2.{n} = shl i64 %pfd.{n}, 1",
+                  f"  %pft.{n} = add i64 %pfc.{n}, %pfd2.{n}",
+                  f"  %pfb.{n} = getelementptr i8, ptr {membase}, i64 %pft.{n}"]
+        if s:
+            lines += [f"  %pfx.{n} = zext i32 {bx} to i64", f"  %pfy.{n} = mul i64 %pfx.{n}, {s}",
+                      f"  {ext} = call i64 @llvm.umin.i64(i64 %pfy.{n}, i64 {MAX_PREFETCH_BYTES})"]
+        lines += [f"  br label %pfl.{n}", f"pfl.{n}:",
+                  f"  %pfj.{n} = phi i64 [ 0, %pf.{n} ], [ %pfk.{n}, %pfl.{n} ]",
+                  f"  %pfa.{n} = getelementptr i8, ptr %pfb.{n}, i64 %pfj.{n}",
+                  f"  call void @llvm.prefetch.p0(ptr %pfa.{n}, i32 0, i32 3, i32 1)",
+                  f"  %pfk.{n} = add i64 %pfj.{n}, 64", f"  %pfm.{n} = icmp ult i64 %pfk.{n}, {ext}",
+                  f"  br i1 %pfm.{n}, label %pfl.{n}, label %{nxt}"]
+    lines.append("round.body:")
+    return phis, lines
