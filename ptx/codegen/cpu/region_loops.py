@@ -284,7 +284,8 @@ def emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False, 
             em.emit_instruction(st)
             if rounds and i in rounds.cyc:
                 round_loops.emit_shadow(em, st, rounds)
-                round_loops.note_load(em, st, rounds)
+                if not steps:       # several iterations a thread: a round is not one step of the loop
+                    round_loops.note_load(em, st, rounds)
         elif sync_kind(st):
             # a site this region cannot reach: only its number (its inputs would be dead code)
             em.cur_ins = st
