@@ -5,6 +5,7 @@ the block from round to round instead of storing and verifying each thread's cop
 from __future__ import annotations
 
 from ptx import ast as A
+from ptx.codegen.cpu import affine
 from ptx.codegen import ptxtypes as T
 from ptx.passes.liveness import defs_uses
 
@@ -206,15 +207,14 @@ def _lane0(em, plan, op, ty):
         return str(op.value)
     if op.name == "%tid.x":
         return "0"
-    s = plan.lane0.of(op)
     if op.name in plan.shadows:
         return f.op(f"load {ty}, ptr {plan.shadows[op.name][1]}")
     v = f.op(f"load {ty}, ptr {em.regs[op.name][1]}")
+    s = plan.lane0.of(op)
     if not s:
         return v
     # defined outside the loop (a remat register, the same all along): its value less its multiple of %tid.x
-    t = "%tid.x" if ty == "i32" else f.op(f"zext i32 %tid.x to {ty}")
-    return f.op(f"sub {ty} {v}, " + f.op(f"mul {ty} {t}, {s}"))
+    return f.op(f"sub {ty} {v}, {affine.recompute(f, ty, s, '0')}")
 
 
 def _extend(f, v, src_ty, dst_ty, signed):
