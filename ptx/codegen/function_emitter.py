@@ -14,6 +14,9 @@ LLVM_BITS = {"i1": 1, "i8": 8, "i16": 16, "i32": 32, "i64": 64, "i128": 128, "ha
              "bfloat": 16, "float": 32, "double": 64, "<2 x half>": 32, "<2 x bfloat>": 32,
              "<2 x i16>": 32, "<4 x i8>": 32}
 FLOAT_LLVM = frozenset({"half", "bfloat", "float", "double"})
+# ends a load or store by which one thread updates what others of its block update too (a block-private
+# atomic, an mbarrier): the CPU's thread loops leave such accesses out of their parallel ones
+RMW_MARK = "; block-shared update"
 # Functions a module calls without defining them, which each target serves itself
 BUILTIN_FUNCS = frozenset({"vprintf", "malloc", "free", "__assertfail"})
 

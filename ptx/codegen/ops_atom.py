@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ptx.codegen import memcheck
 from ptx.codegen import ptxtypes as T
-from ptx.codegen.function_emitter import handles, unsupported, semantic
+from ptx.codegen.function_emitter import RMW_MARK, handles, unsupported, semantic
 from ptx.codegen.ops_float import _suffix as llvm_suffix
 from ptx.codegen.ops_mem import space_of
 
@@ -76,7 +76,10 @@ def _plain_rmw(em, p, op, t, ty, b, c):
     """The atomic's effect as load, operate, store (see FunctionEmitter.block_private_shared); the old value."""
     f = em.f
     align = T.size_of(t)
-    old = f.op(f"load {ty}, ptr {p}, align {align}")
+    old = f.tmp()
+    # the comment keeps the load and store out of the thread loops' parallel accesses (cpu/parallel_loops.py):
+    # two lanes of one vector may update the same word
+    f.emit(f"{old} = load {ty}, ptr {p}, align {align} {RMW_MARK}")
     if op == "cas":
         if T.is_float(t):       # compared as bits, as the hardware does
             ity = f"i{T.bits_of(t)}"
@@ -105,7 +108,7 @@ def _plain_rmw(em, p, op, t, ty, b, c):
         gt = f.op(f"icmp ugt {ty} {old}, {b}")
         wrap = f.op(f"or i1 {z}, {gt}")
         new = f.op(f"select i1 {wrap}, {ty} {b}, {ty} {f.op(f'sub {ty} {old}, 1')}")
-    f.emit(f"store {ty} {new}, ptr {p}, align {align}")
+    f.emit(f"store {ty} {new}, ptr {p}, align {align} {RMW_MARK}")
     return old
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ptx import ast as A
 from ptx.codegen import function_emitter as FE
-from ptx.codegen.function_emitter import handles, unsupported
+from ptx.codegen.function_emitter import RMW_MARK, handles, unsupported
 
 # The object's layout (opaque to PTX programs, which only pass it to mbarrier.*): pending arrivals in
 # bits 0-20, expected arrivals in 21-41, pending transaction bytes in 42-62, the phase parity in bit 63.
@@ -21,7 +21,9 @@ def _space(ins):
 
 def _load(em, addr_op, ins):
     p = em.address(addr_op, _space(ins), ins)
-    return p, em.f.op(f"load i64, ptr {p}, align 8")
+    w = em.f.tmp()
+    em.f.emit(f"{w} = load i64, ptr {p}, align 8 {RMW_MARK}")   # every thread of a block may update it
+    return p, w
 
 
 def _field(em, w, shift):
@@ -55,7 +57,7 @@ def _update(em, ins, addr_op, arrivals="0", drop="0", tx_add="0", tx_sub="0", no
         done = f.op(f"and i1 {f.op(f'icmp eq i64 {pending}, 0')}, {f.op(f'icmp eq i64 {tx}, 0')}")
     new_phase = f.op(f"select i1 {done}, i64 {f.op(f'xor i64 {phase}, 1')}, i64 {phase}")
     new_pending = f.op(f"select i1 {done}, i64 {expected}, i64 {pending}")
-    f.emit(f"store i64 {_pack(em, new_pending, expected, tx, new_phase)}, ptr {p}, align 8")
+    f.emit(f"store i64 {_pack(em, new_pending, expected, tx, new_phase)}, ptr {p}, align 8 {RMW_MARK}")
     return token
 
 

@@ -1,0 +1,52 @@
+"""Thread loops declared parallel: the threads of a barrier-free region do not depend on one another through
+memory (a program whose thread reads another's store with no barrier between them races on a GPU), so each
+load and store of a kernel's body joins one access group that its thread loops declare parallel, and LLVM's
+vectorizer needs no runtime check that a loop's pointers do not overlap. Those checks cost most where a
+block's rows are short (16 threads: one vector) and, where the trip count is known, make it keep them scalar."""
+
+from __future__ import annotations
+
+import re
+
+from ptx.codegen.function_emitter import RMW_MARK
+
+ENABLED = True
+
+_GROUP = "!9100"
+_PARALLEL = "!9101"
+# the thread loops' own properties (region_loops.py, thread_loops.py) with parallel_accesses added; loops
+# that must stay scalar (vectorize.enable false: !8994, !8988) are left as they are
+_LOOPS = {None: ("!9102", ""), "8998": ("!9103", ", !8999, !8990"), "8992": ("!9104", ", !8991, !8993")}
+_HEAD = f'{_GROUP} = distinct !{{}}\n{_PARALLEL} = !{{!"llvm.loop.parallel_accesses", {_GROUP}}}\n'
+_LATCH = re.compile(r"^(\s*br i1 %([\w.]*)tx\.c, label %\2tx\.head, label %[^,\s]+)(, !llvm\.loop !(\d+))?$")
+_ACCESS = re.compile(r"^\s*(?:%\S+ = load |store )")
+
+
+def _line(line: str, used: set) -> str:
+    if _ACCESS.match(line):
+        if ";" in line or "!llvm.access.group" in line or " volatile " in line or " atomic " in line:
+            return line     # RMW_MARK: lanes of one vector may update the same word
+        return f"{line}, !llvm.access.group {_GROUP}"
+    m = _LATCH.match(line)
+    if m:
+        got = _LOOPS.get(m.group(4))
+        if got is not None:
+            used.add(got)
+            return f"{m.group(1)}, !llvm.loop {got[0]}"
+    return line
+
+
+def mark(bodies: list) -> tuple:
+    """(bodies with their accesses grouped and their thread loops parallel, the metadata they need or "")."""
+    assert RMW_MARK.startswith(";")
+    if not ENABLED:
+        return bodies, ""
+    out, used = [], set()
+    for body in bodies:
+        if "tx.c, label %" not in body:
+            out.append(body)
+            continue
+        out.append("\n".join(_line(line, used) for line in body.split("\n")))
+    if not used:
+        return out, ""
+    return out, _HEAD + "".join(f"{new} = distinct !{{{new}{props}, {_PARALLEL}}}\n" for new, props in sorted(used))
