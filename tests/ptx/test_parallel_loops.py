@@ -210,3 +210,17 @@ def test_colliding_lanes_all_count(rng, threads):
     assert 1 <= int(out[3]) <= threads
     assert int(out[4]) == threads
     assert sorted(tickets.tolist()) == list(range(threads))
+
+
+def test_a_body_whose_thread_loops_all_stay_scalar_still_gets_its_group_defined():
+    """A body with accesses in the group but no loop that lists it (only loops kept scalar, !8994) must still
+    define the group (the warp_vote sample's compact_positive once failed to parse for want of it)."""
+    import llvmlite.binding as llvm
+    body = ('define i32 @f(ptr %p, i32 %n) {\nentry:\n  br label %gv.tx.head\ngv.tx.head:\n'
+            '  %i = phi i32 [ 0, %entry ], [ %i1, %gv.tx.head ]\n  %v = load i32, ptr %p, align 4\n'
+            '  %i1 = add i32 %i, 1\n  %gv.tx.c = icmp ult i32 %i1, %n\n'
+            '  br i1 %gv.tx.c, label %gv.tx.head, label %out, !llvm.loop !8994\nout:\n  ret i32 %v\n}')
+    helpers = '!8994 = distinct !{!8994, !8995}\n!8995 = !{!"llvm.loop.vectorize.enable", i1 false}\n'
+    marked, md = parallel_loops.mark([body])
+    assert "!llvm.access.group" in marked[0]
+    llvm.parse_assembly(marked[0] + "\n" + helpers + md).verify()

@@ -41,12 +41,13 @@ def mark(bodies: list) -> tuple:
     assert RMW_MARK.startswith(";")
     if not ENABLED:
         return bodies, ""
-    out, used = [], set()
+    out, used, marked = [], set(), False
     for body in bodies:
         if "tx.c, label %" not in body:
             out.append(body)
             continue
+        marked = True
         out.append("\n".join(_line(line, used) for line in body.split("\n")))
-    if not used:
+    if not marked:
         return out, ""
     return out, _HEAD + "".join(f"{new} = distinct !{{{new}{props}, {_PARALLEL}}}\n" for new, props in sorted(used))
