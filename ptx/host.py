@@ -46,6 +46,10 @@ def _init_llvm():
 # ------------------------------------------------------------------ kernels
 
 class HostKernel:
+    # the block a lazy kernel's code was compiled for (ptx/host_lazy.py): a launch with another block runs
+    # for_block(block), the kernel compiled for any block; None: this code runs every block
+    spec_block = None
+
     def __init__(self, module, info, address):
         self.module = module
         self.name = info.name
@@ -66,6 +70,16 @@ class HostKernel:
 
     def __repr__(self):
         return f"<HostKernel {self.name} params={self.params}>"
+
+    def for_block(self, block) -> "HostKernel":
+        """The code that runs a launch of `block` (a tuple of 3): this kernel's, or where it was compiled for
+        another block, its copy for any block (compiled at the first such launch; PTXError if it cannot be)."""
+        if self.spec_block is None or block == self.spec_block:
+            return self
+        got = self.__dict__.get("_generic")
+        if got is None:
+            got = self._generic = self.module._lazy.generic(self)
+        return got
 
     def pack_params(self, args) -> bytes:
         """The packed parameter buffer for python values (numpy arrays pass their data address)."""
@@ -109,6 +123,8 @@ class HostKernel:
 
     def launch_raw(self, grid, block, params, shared_bytes=0, cooperative=False):
         from ptx import runtime
+        if "address" not in self.__dict__ and isinstance(self, LazyKernel):
+            self.prepare(block)
         if not self.address:
             raise ValueError(f"{self.name}: its module was closed")
         g, b = _dims(grid), _dims(block)
@@ -122,6 +138,8 @@ class HostKernel:
             raise ValueError(f"{self.name} needs {self.param_size} parameter bytes, got {len(params)}")
         if isinstance(params, bytes) and not params:
             params = bytes(8)
+        if self.spec_block is not None and b != self.spec_block:
+            return self.for_block(b).launch_raw(grid, block, params, shared_bytes, cooperative)
         status = runtime.launch(self.address, params, g, b, static_shared=self.shared_reserve_bytes,
                                 dyn_shared=int(shared_bytes), frame_bytes=self.frame_bytes,
                                 cooperative=cooperative)
@@ -164,6 +182,13 @@ class LazyKernel(HostKernel):
         self.maxntid = tuple(layout["maxntid"]) if layout["maxntid"] else None
         self.reqntid = tuple(layout["reqntid"]) if layout["reqntid"] else None
         self.shared_hint = layout.get("shared_hint", 0)
+        self.layout = layout
+
+    def prepare(self, block) -> None:
+        """Compile it, if it is not yet, for launches of `block` (3 positive ints within CUDA's limits); a
+        launch of another block compiles it again for any block (for_block)."""
+        if "address" not in self.__dict__:
+            self.module._lazy.load(self, _dims(block))
 
     @property
     def loaded(self) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import os
 import re
 import threading
 import time
@@ -17,6 +18,47 @@ _TEX_SPACES = ("tex", "surf", "sampler", "texref", "surfref", "samplerref")
 _GLOBAL_DEF = re.compile(r'^(@"g\.[^"]*") = global (\[\d+ x i8\]) .*?(, align \d+)$', re.M)
 _DEFINES = re.compile(r"^(define|@)", re.M)     # IR that defines something: a function or a variable
 STATS = {"compiled": 0, "cached": 0, "failed": 0}     # kernels built per process (tests, benches read it)
+
+
+# A lazy kernel is compiled for the block of the launch that compiles it: %ntid is a constant, the thread loops'
+# trip counts are known (a 16x16 block's rows are one vector each, with no remainder; see README). ZLUDA_SPECIALIZE=0
+# compiles every kernel for any block.
+SPECIALIZE = os.environ.get("ZLUDA_SPECIALIZE", "1") != "0"
+
+
+def _valid_block(block, kernel):
+    """`block` as a tuple of 3 when `kernel` may be launched with it (CUDA's limits, its .reqntid and .maxntid),
+    else None."""
+    if block is None:
+        return None
+    b = tuple(int(x) for x in block) + (1,) * (3 - len(block))
+    if len(b) != 3 or min(b) <= 0 or b[0] > 1024 or b[1] > 1024 or b[2] > 64 or b[0] * b[1] * b[2] > 1024:
+        return None
+    req, most = getattr(kernel, "reqntid", None), getattr(kernel, "maxntid", None)
+    if req and b != tuple(req) + (1,) * (3 - len(req)):
+        return None
+    if most and b[0] * b[1] * b[2] > _product(most):
+        return None
+    return b
+
+
+def _product(dims) -> int:
+    n = 1
+    for d in dims:
+        n *= max(int(d), 1)
+    return n
+
+
+def _block_key(key: str, block) -> str:
+    return key and f"{key}-b{block[0]}x{block[1]}x{block[2]}"
+
+
+def specializable(kmod, name: str) -> bool:
+    """Whether a kernel's code may be compiled for one block: not where it reaches another kernel (a device-side
+    launch's copy of it would run any block)."""
+    from ptx import ast as A
+    return not any(isinstance(i, A.Function) and i.kind == "entry" and i.body is not None and i.name != name
+                   for i in kmod.items)
 
 
 def kernel_key(module_key: str, name: str) -> str:
@@ -127,15 +169,16 @@ def build_globals(module, fma_contract, opt_level, cpu, memcheck):
     return meta, host_loader.link(obj, "the module's globals")
 
 
-def build_kernel(module, name, fma_contract, opt_level, cpu, memcheck, global_names):
-    """(metadata, shared object) of one kernel; its globals stay undefined, bound to the globals' copy."""
+def build_kernel(module, name, fma_contract, opt_level, cpu, memcheck, global_names, block=None, kmod=None):
+    """(metadata, shared object) of one kernel; its globals stay undefined, bound to the globals' copy. `block`:
+    the (x, y, z) block every launch of this code will have, or None."""
     from ptx import host_llc, host_loader, host_meta, host_target, pipeline
     from ptx.codegen.cpu.module import FALLBACK_GLOBAL, build_host_ir
-    kmod = kernel_module(module, name)
+    kmod = kmod or kernel_module(module, name)
     what = f"kernel {name}"
     versioned = not host_target.masked_stores_fast(cpu)
     hir = pipeline.lower_module(kmod, lambda m: build_host_ir(m, fma_contract=fma_contract, memcheck=memcheck,
-                                                              version_guards=versioned))
+                                                              version_guards=versioned, block=block))
     text = _GLOBAL_DEF.sub(r"\1 = external global \2\3", hir.text)
     obj = host_llc.compile_object(text, host_target.cpu_name(cpu), opt_level, what)
     undefined = sorted(host_target.undefined_symbols(obj) - set(global_names))
@@ -173,8 +216,9 @@ class LazyKernels:
             self.ast = parse(self.text, check=False)    # it passed the checker when it was first loaded
         return self.ast
 
-    def load(self, kernel) -> None:
-        """Fill a LazyKernel in place (HostKernel's fields); PTXError when it cannot be compiled."""
+    def load(self, kernel, block=None) -> None:
+        """Fill a LazyKernel in place (HostKernel's fields); PTXError when it cannot be compiled. `block`: the
+        block of the launch that asks, which the code is compiled for where it may be (specializable)."""
         from ptx import host, host_loader, host_meta, host_target
         with self.lock:
             if "address" in kernel.__dict__:
@@ -185,7 +229,18 @@ class LazyKernels:
                 raise PTXError("the module was unloaded")
             fma_contract, opt_level, cpu, memcheck = self.options
             key = self.key and kernel_key(self.key, kernel.name)
-            got = self.cache.load(key) if self.cache is not None else None
+            spec = _valid_block(block, kernel) if SPECIALIZE else None
+            got, kmod = None, None
+            if spec is not None and self.cache is not None:
+                got = self.cache.load(_block_key(key, spec))    # (a gap's error too: any block's code has it)
+            if got is None and spec is not None:
+                kmod = kernel_module(self._ast(), kernel.name)
+                if not specializable(kmod, kernel.name):
+                    spec = None
+            if spec is not None:
+                key = key and _block_key(key, spec)
+            elif self.cache is not None:
+                got = self.cache.load(key)
             t0 = time.perf_counter_ns()
             try:
                 if got is not None and "error" in got[0]:
@@ -197,7 +252,7 @@ class LazyKernels:
                     try:
                         with host._llvm_lock:      # the LLVM work is the child's: llvmlite stays unloaded here
                             meta, so = build_kernel(self._ast(), kernel.name, fma_contract, opt_level, cpu,
-                                                    memcheck, self.global_names)
+                                                    memcheck, self.global_names, spec, kmod)
                     except PTXError as e:
                         if self.cache is not None:
                             self.cache.store(key, {"error": [type(e).__name__, e.message, e.line, e.col]}, b"")
@@ -229,6 +284,14 @@ class LazyKernels:
                 kernel.fallback = fb
             STATS["cached" if got is not None else "compiled"] += 1
             kernel.compile_ns, kernel.compile_hit = time.perf_counter_ns() - t0, got is not None
+            kernel.spec_block = spec
+
+    def generic(self, kernel):
+        """A HostKernel of `kernel`'s code for any block, beside its code for one (HostKernel.for_block)."""
+        from ptx import host
+        copy = host.LazyKernel(kernel.module, kernel.name, kernel.layout)
+        self.load(copy)
+        return copy
 
     def close(self):
         with self.lock:

@@ -69,6 +69,7 @@ typedef struct {
     uint64_t fn;
     uint32_t static_shared, frame_bytes, param_size, nparams;
     uint32_t limits[8];             /* max grid x/y/z, max block x/y/z, max threads, max dynamic shared bytes */
+    uint32_t block[3];              /* the block fn was compiled for (0, 0, 0: any); another is Python's */
     uint32_t *plan;                 /* nparams (offset, size) pairs */
 } fn_entry;
 
@@ -117,7 +118,7 @@ static int fn_grow(void)
     return 0;
 }
 
-/* limits: 8 values (see fn_entry). 0, or -1 (out of memory: launches of it stay Python's). */
+/* limits: 11 values, fn_entry's limits then its block. 0, or -1 (out of memory: launches of it stay Python's). */
 int zl_fast_publish_function(uint64_t handle, uint64_t ctx, uint64_t fn, uint32_t static_shared,
                              uint32_t frame_bytes, uint32_t param_size, uint32_t nparams, const uint32_t *plan,
                              const uint32_t *limits)
@@ -150,8 +151,9 @@ int zl_fast_publish_function(uint64_t handle, uint64_t ctx, uint64_t fn, uint32_
     } else {
         free(e->plan);
     }
-    *e = (fn_entry){handle, ctx, fn, static_shared, frame_bytes, param_size, nparams, {0}, copy};
+    *e = (fn_entry){handle, ctx, fn, static_shared, frame_bytes, param_size, nparams, {0}, {0}, copy};
     memcpy(e->limits, limits, sizeof e->limits);
+    memcpy(e->block, limits + 8, sizeof e->block);
     pthread_rwlock_unlock(&fn_lock);
     return 0;
 }
@@ -199,6 +201,8 @@ static int launch(uint64_t f, const uint32_t *grid, const uint32_t *block, uint3
             ok &= grid[d] > 0 && grid[d] <= lim[d] && block[d] > 0 && block[d] <= lim[3 + d];
         ok &= threads <= lim[6] && threads <= 1024 && block[2] <= 64 && shared <= lim[7]
               && (uint64_t)shared + e->static_shared <= (1u << 30);
+        if (e->block[0])        /* code for one block: Python runs the others with the kernel's code for any */
+            ok &= block[0] == e->block[0] && block[1] == e->block[1] && block[2] == e->block[2];
         if (ok && e->nparams && !kernel_params)
             ok = 0;
         if (ok) {

@@ -141,14 +141,14 @@ def _publish_function(hfunc: int, ctx, f) -> None:
     if native_size > info.param_size:
         return
     gmax, bmax, max_threads, max_shared = f.launch_limits()
-    limits = [*gmax, *bmax, max_threads, max_shared]
+    limits = [*gmax, *bmax, max_threads, max_shared, *(getattr(fn, "spec_block", None) or (0, 0, 0))]
     if any(not 0 <= v < 2**32 for v in limits):
         return
     ffi = native.ffi
     plan = ffi.new("uint32_t[]", [x for p in info.params for x in (p.offset, p.size)] or [0])
     if native.lib.zl_fast_publish_function(hfunc, ctx.handle, address, static_shared, frame_bytes,
                                            info.param_size, len(info.params), plan,
-                                           ffi.new("uint32_t[8]", limits)) == 0:
+                                           ffi.new("uint32_t[11]", limits)) == 0:
         _published.add((hfunc, ctx.handle))
 
 

@@ -205,6 +205,9 @@ class FunctionEmitter(SpecialRegisters):
         return self.f.op(f"getelementptr i8, ptr {self.mem_base()}, i64 {addr}")
 
     def ntid(self, i):
+        block = self.m.block
+        if block is not None:
+            return str(block[i])
         return self.load_L_u32(L_BLOCK + 4 * i)
 
     def nctaid(self, i):

@@ -41,6 +41,9 @@ class ModuleContext:
         self.memcheck = memcheck      # check every access (ptx/codegen/memcheck.py)
         self.version_guards = version_guards  # guard-free copies of guarded bodies (cpu/thread_loops.py)
         self.lockstep = False   # loops one iteration at a time for all threads (the CPU target's cpu/lockstep.py)
+        # (x, y, z): every launch of the module's kernels has this block (a lazy kernel compiled for the block of its
+        # first launch, ptx/host_lazy.py); %ntid is then a constant and the thread loops' trip counts known
+        self.block = None
         self.declarations = set()
         self.helpers = {}            # name -> IR text of helper functions
         self.global_syms = {}        # ptx name -> (llvm name, size)

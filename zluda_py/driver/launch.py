@@ -220,6 +220,9 @@ def launch(hfunc, grid, block, shared, hstream, kernel_params, extra, per_thread
         if f.module.ctx.destroyed or f.module.ctx.device != ctx.device:
             raise CudaError(CUDA_ERROR_INVALID_CONTEXT, f"{f.name} was loaded in another context")
     grid, block = tuple(grid), tuple(block)
+    expect = getattr(f.backend_fn, "expect_block", None)
+    if expect is not None:
+        expect(block)       # a lazy kernel's first launch compiles it for its block (ptx.host_lazy.SPECIALIZE)
     # A bad shape is CUDA_ERROR_INVALID_VALUE for every caller: on an H200 with CUDA 13.0, cudart programs
     # see cudaErrorInvalidValue for oversized, zero and out-of-range blocks and grids (samples/error_paths).
     check_configuration(f, grid, block, shared, CUDA_ERROR_INVALID_VALUE)

@@ -98,10 +98,11 @@ def fallback_module(mctx, bodies):
     return text.replace('@"g.', '@"' + FALLBACK_GLOBAL)
 
 
-def build_host_ir(module: A.Module, fma_contract=False, memcheck=False, version_guards=True) -> HostIR:
+def build_host_ir(module: A.Module, fma_contract=False, memcheck=False, version_guards=True, block=None) -> HostIR:
     """version_guards: give bodies with exit guards a guard-free copy (see cpu/thread_loops.py; for targets
-    without cheap masked stores)."""
+    without cheap masked stores); block: the (x, y, z) block every launch will have (ModuleContext.block)."""
     mctx = ModuleContext(module, fma_contract, memcheck, version_guards)
+    mctx.block = tuple(block) if block is not None else None
     mctx.lockstep = lockstep.ENABLED
     pending_globals = []
     funcs = {}

@@ -20,6 +20,9 @@ class CpuFunction(BackendFunction):
         self.name = name
         self.kernel = kernel
         self._info = self._native = None
+        self._block = None          # the block of the launch about to compile it (expect_block)
+        self._spec = None           # the block its code was compiled for (None: any)
+        self._generic_native = None
 
     @property
     def loaded(self) -> bool:
@@ -38,10 +41,43 @@ class CpuFunction(BackendFunction):
             self._materialize()
         return self._native
 
+    @property
+    def spec_block(self):
+        """The block its code was compiled for, None for any (after `native` or `info`)."""
+        return self._spec
+
+    def expect_block(self, block) -> None:
+        """The block of the launch about to be made: a lazy kernel not compiled yet is compiled for it (ptx's
+        LazyKernels.load), unless something else asks for it first."""
+        if self._info is None:
+            self._block = tuple(block)
+
+    def native_for(self, block):
+        """`native` for a launch of `block`: the kernel's code for any block where its own was compiled for
+        another (compiled at the first such launch; CudaError if it cannot be)."""
+        native = self.native
+        if self._spec is None or tuple(block) == self._spec:
+            return native
+        got = self._generic_native
+        if got is None:
+            try:
+                k = self.kernel.for_block(tuple(block))
+            except Exception as e:
+                import ptx
+                if not isinstance(e, ptx.PTXError):
+                    raise
+                log.error(f"kernel {self.name}: cannot be compiled for block {tuple(block)}: {e}")
+                raise ptx_error(e, self.name) from None
+            from zluda_py import profile
+            if profile.ON:
+                profile.kernel_compiled(self.name, k.compile_ns, k.compile_hit)
+            got = self._generic_native = (k.address, k.shared_reserve_bytes, k.frame_bytes, k.param_size)
+        return got
+
     def _materialize(self):
         kernel = self.kernel
         if getattr(kernel, "loaded", True) is False:
-            _load_kernel(kernel, self.name)
+            _load_kernel(kernel, self.name, self._block)
         name = self.name
         params = [KernelParam(offset=o, size=s, align=a) for (o, s, a) in kernel.params]
         size = getattr(kernel, "param_size", None)
@@ -57,16 +93,19 @@ class CpuFunction(BackendFunction):
         self._native = (address, getattr(kernel, "shared_reserve_bytes", kernel.static_shared_bytes),
                        kernel.frame_bytes, kernel.param_size) \
             if address and hasattr(kernel, "frame_bytes") else None
+        self._spec = getattr(kernel, "spec_block", None)
         self._info = info
 
     def launch_raw(self, grid, block, params_address, shared_bytes, cooperative=False):
         return self.kernel.launch_raw(grid, block, params_address, shared_bytes, cooperative=cooperative)
 
 
-def _load_kernel(kernel, name):
+def _load_kernel(kernel, name, block=None):
     import ptx
     from zluda_py import profile
     try:
+        if block is not None:
+            kernel.prepare(block)   # compiles it for that block where it may be (ptx.host_lazy.SPECIALIZE)
         kernel.address      # compiles it (ptx.host.LazyKernel)
     except ptx.PTXError as e:
         err = ptx_error(e, name)

@@ -342,7 +342,8 @@ class CpuStream(BackendStream):
 
     def launch(self, function, grid: tuple, block: tuple, shared_bytes: int, params: bytes,
                cooperative: bool = False) -> None:
-        native = getattr(function, "native", None)
+        native_for = getattr(function, "native_for", None)
+        native = native_for(block) if native_for is not None else getattr(function, "native", None)
         if native is not None and not self._busy:
             q = launchq._launcher or launchq.launcher()
             if q is not None and self._submit(q, native, function, grid, block, shared_bytes, params,
