@@ -262,6 +262,26 @@ def test_bench_reduce_shfl_chain():
     assert m._fallback.entries is None
 
 
+@pytest.mark.parametrize("block", [None, (256, 1, 1)])
+@pytest.mark.parametrize("cpu", ["", "x86-64-v3"])
+def test_a_chain_is_vectorized_over_lanes_not_warps(cpu, block):
+    """The loop over a block's warps stays a loop: vectorized over warps (LLVM's choice for AVX-512 targets, and
+    for AVX2 ones once the block is known: 8 warps), every read of a lane's slot became a gather or a strided
+    load, and reduce_shfl took 3-6x as long."""
+    import llvmlite.binding as llvm
+    from pathlib import Path
+    from ptx import host_target, parse
+    from ptx.codegen.cpu import module as cpu_module
+    from ptx.host_llc import _optimised
+    src = (Path(__file__).resolve().parents[2] / "scripts/bench_kernels/reduce_shfl.ptx").read_text()
+    tm = host_target.machine(cpu)[0]
+    text = cpu_module.build_host_ir(parse(src), block=block).text
+    assert "!llvm.loop !8980" in text
+    chain = str(_optimised(llvm, tm, text, 3, True)).split('@wc0.reduce_shfl(')[1].split("\n}\n")[0]
+    assert "gather" not in chain and "vector.body" not in chain
+    assert " x float>" in chain       # the SLP vectorizer's, over a warp's lanes
+
+
 COLLECTIVES = """
 shfl.sync.bfly.b32 %r12, %r11, 16, 31, -1;
 add.s32 %r11, %r11, %r12;

@@ -362,8 +362,12 @@ def emit_chain_fn(func, flat, mctx, sync_em, chain, live, remat, consts):
                     "  %tx0 = and i32 %tx0.r, -32",     # it is: LLVM then knows each lane's low bits
                     f"  %ty0 = urem i32 %row, {by}", f"  %tz0 = udiv i32 %row, {by}",
                     "  br label %w.body"]
+    # the lanes of a warp are its vectors (LLVM's SLP vectorizer over consecutive lanes' slots); vectorized
+    # over warps instead, every slot access becomes a gather (AVX-512 targets: 5x slower warp reductions)
+    mctx.add_helper("warp_chain.md", '!8980 = distinct !{!8980, !8981}\n'
+                                     '!8981 = !{!"llvm.loop.vectorize.enable", i1 false}')
     footer = ["w.latch:", "  %w.next = add nuw i32 %w, 1", "  %w.more = icmp ult i32 %w.next, %w.end",
-              "  br i1 %w.more, label %w.head, label %w.done", "w.done:", f"  ret i32 {end}"]
+              "  br i1 %w.more, label %w.head, label %w.done, !llvm.loop !8980", "w.done:", f"  ret i32 {end}"]
     lines = f.lines
     scopes.apply(lines, after_entry)
     header = (f'define internal i32 @"wc{a}.{name}"(ptr %L, ptr %W, ptr noalias %soa, i32 %ctaid.x, i32 %ctaid.y, '
