@@ -217,10 +217,13 @@ def test_a_body_whose_thread_loops_all_stay_scalar_still_gets_its_group_defined(
     define the group (the warp_vote sample's compact_positive once failed to parse for want of it)."""
     import llvmlite.binding as llvm
     body = ('define i32 @f(ptr %p, i32 %n) {\nentry:\n  br label %gv.tx.head\ngv.tx.head:\n'
-            '  %i = phi i32 [ 0, %entry ], [ %i1, %gv.tx.head ]\n  %v = load i32, ptr %p, align 4\n'
+            '  %i = phi i32 [ 0, %entry ], [ %i1, %gv.tx.head ]\n'
+            '  %v = load i32, ptr %p, align 4, !alias.scope !99993, !noalias !99994\n'
             '  %i1 = add i32 %i, 1\n  %gv.tx.c = icmp ult i32 %i1, %n\n'
             '  br i1 %gv.tx.c, label %gv.tx.head, label %out, !llvm.loop !8994\nout:\n  ret i32 %v\n}')
-    helpers = '!8994 = distinct !{!8994, !8995}\n!8995 = !{!"llvm.loop.vectorize.enable", i1 false}\n'
+    helpers = ('!8994 = distinct !{!8994, !8995}\n!8995 = !{!"llvm.loop.vectorize.enable", i1 false}\n'
+               '!99990 = distinct !{!99990, !"zluda.spaces"}\n!99991 = distinct !{!99991, !99990}\n'
+               '!99992 = distinct !{!99992, !99990}\n!99993 = !{!99991}\n!99994 = !{!99992}\n')
     marked, md = parallel_loops.mark([body])
     assert "!llvm.access.group" in marked[0]
     llvm.parse_assembly(marked[0] + "\n" + helpers + md).verify()

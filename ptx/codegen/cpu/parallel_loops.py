@@ -1,14 +1,18 @@
 """Thread loops declared parallel: the threads of a barrier-free region do not depend on one another through
-memory (a program whose thread reads another's store with no barrier between them races on a GPU), so each
-load and store of a kernel's body joins one access group that its thread loops declare parallel, and LLVM's
-vectorizer needs no runtime check that a loop's pointers do not overlap. Those checks cost most where a
-block's rows are short (16 threads: one vector) and, where the trip count is known, make it keep them scalar."""
+global or shared memory (a program whose thread reads another's store with no barrier between them races on a GPU,
+and an H100 gives every thread the value from before the launch: tests/data/nvidia_overlap_race.json), so each
+plain global and shared access and each access of a thread's own register slots joins one access group that the
+thread loops declare parallel, and LLVM's vectorizer needs no runtime check that a loop's pointers do not overlap.
+Those checks cost most where a block's rows are short (16 threads: one vector) and, where the trip count is known,
+make it keep them scalar. Local memory (a frame every thread of the loop reuses), generic accesses (which may reach
+it) and block-shared read-modify-writes stay out: a loop with any of them gets LLVM's own dependence analysis."""
 
 from __future__ import annotations
 
 import re
 
 from ptx.codegen.function_emitter import RMW_MARK
+from ptx.codegen.cpu.slot_scopes import LIST_BASE
 
 ENABLED = True
 
@@ -20,11 +24,15 @@ _LOOPS = {None: ("!9102", ""), "8998": ("!9103", ", !8999, !8990"), "8992": ("!9
 _HEAD = f'{_GROUP} = distinct !{{}}\n{_PARALLEL} = !{{!"llvm.loop.parallel_accesses", {_GROUP}}}\n'
 _LATCH = re.compile(r"^(\s*br i1 %([\w.]*)tx\.c, label %\2tx\.head, label %[^,\s]+)(, !llvm\.loop !(\d+))?$")
 _ACCESS = re.compile(r"^\s*(?:%\S+ = load |store )")
+# the alias scopes of plain global and shared accesses (FunctionEmitter.space_scope) and of the register slots,
+# one element per thread (cpu/slot_scopes.py)
+_SCOPED = re.compile(r"!alias\.scope !(?:99993|99994|%s\d{%d})\b" % (str(LIST_BASE)[0], len(str(LIST_BASE)) - 1))
 
 
 def _line(line: str, used: set) -> str:
     if _ACCESS.match(line):
-        if ";" in line or "!llvm.access.group" in line or " volatile " in line or " atomic " in line:
+        if (";" in line or "!llvm.access.group" in line or " volatile " in line or " atomic " in line
+                or not _SCOPED.search(line)):
             return line     # RMW_MARK: lanes of one vector may update the same word
         return f"{line}, !llvm.access.group {_GROUP}"
     m = _LATCH.match(line)
