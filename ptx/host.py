@@ -123,14 +123,12 @@ class HostKernel:
 
     def launch_raw(self, grid, block, params, shared_bytes=0, cooperative=False):
         from ptx import runtime
-        if "address" not in self.__dict__ and isinstance(self, LazyKernel):
-            self.prepare(block)
         if not self.address:
             raise ValueError(f"{self.name}: its module was closed")
         g, b = _dims(grid), _dims(block)
         if any(x <= 0 for x in g + b):
             raise ValueError(f"invalid launch dimensions grid={g} block={b}")
-        if b[0] * b[1] * b[2] > 1024 or b[0] > 1024 or b[1] > 1024 or b[2] > 64:
+        if not block_fits(b):
             raise ValueError(f"block {b} exceeds 1024 threads or the per-dimension limits")
         if shared_bytes < 0 or shared_bytes + self.static_shared_bytes > (1 << 30):
             raise ValueError(f"invalid dynamic shared memory size {shared_bytes}")
@@ -190,6 +188,10 @@ class LazyKernel(HostKernel):
         if "address" not in self.__dict__:
             self.module._lazy.load(self, _dims(block))
 
+    def launch_raw(self, grid, block, params, shared_bytes=0, cooperative=False):
+        self.prepare(block)         # a first launch compiles it for its block
+        return super().launch_raw(grid, block, params, shared_bytes, cooperative)
+
     @property
     def loaded(self) -> bool:
         return "address" in self.__dict__
@@ -232,6 +234,11 @@ def _fault_message(name, grid):
     blocks = (f"block {coords(info.first_block)}" if info.last_block - info.first_block <= 1
               else f"one of blocks {coords(info.first_block)}..{coords(info.last_block - 1)}")
     return f"kernel {name}: illegal memory {access} at {where} ({sig}) in {blocks}"
+
+
+def block_fits(b) -> bool:
+    """Whether a block of 3 dimensions is within CUDA's limits: 1024 threads, 1024 x 1024 x 64, none empty."""
+    return min(b) > 0 and b[0] * b[1] * b[2] <= 1024 and b[0] <= 1024 and b[1] <= 1024 and b[2] <= 64
 
 
 def _dims(d):

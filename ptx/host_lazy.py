@@ -31,8 +31,9 @@ def _valid_block(block, kernel):
     else None."""
     if block is None:
         return None
+    from ptx.host import block_fits
     b = tuple(int(x) for x in block) + (1,) * (3 - len(block))
-    if len(b) != 3 or min(b) <= 0 or b[0] > 1024 or b[1] > 1024 or b[2] > 64 or b[0] * b[1] * b[2] > 1024:
+    if len(b) != 3 or not block_fits(b):
         return None
     req, most = getattr(kernel, "reqntid", None), getattr(kernel, "maxntid", None)
     if req and b != tuple(req) + (1,) * (3 - len(req)):

@@ -17,6 +17,8 @@ FLOAT_LLVM = frozenset({"half", "bfloat", "float", "double"})
 # ends a load or store by which one thread updates what others of its block update too (a block-private
 # atomic, an mbarrier): the CPU's thread loops leave such accesses out of their parallel ones
 RMW_MARK = "; block-shared update"
+# the alias-scope lists of plain global and shared accesses (FunctionEmitter.space_scope)
+GLOBAL_SCOPE, SHARED_SCOPE = 99993, 99994
 # Functions a module calls without defining them, which each target serves itself
 BUILTIN_FUNCS = frozenset({"vprintf", "malloc", "free", "__assertfail"})
 
@@ -140,9 +142,9 @@ class FunctionEmitter(SpecialRegisters):
             return ""
         self.m.add_helper("space.scopes", '!99990 = distinct !{!99990, !"zluda.spaces"}\n'
                                           '!99991 = distinct !{!99991, !99990}\n!99992 = distinct !{!99992, !99990}\n'
-                                          '!99993 = !{!99991}\n!99994 = !{!99992}')
-        return ", !alias.scope !99993, !noalias !99994" if space == "global" else \
-            ", !alias.scope !99994, !noalias !99993"
+                                          f'!{GLOBAL_SCOPE} = !{{!99991}}\n!{SHARED_SCOPE} = !{{!99992}}')
+        return f", !alias.scope !{GLOBAL_SCOPE}, !noalias !{SHARED_SCOPE}" if space == "global" else \
+            f", !alias.scope !{SHARED_SCOPE}, !noalias !{GLOBAL_SCOPE}"
 
     def invariant(self, key, text_fn):
         """A value computed once in the entry block (loads from L/W)."""

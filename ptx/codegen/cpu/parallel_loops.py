@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import re
 
-from ptx.codegen.function_emitter import RMW_MARK
+from ptx.codegen.function_emitter import GLOBAL_SCOPE, RMW_MARK, SHARED_SCOPE
 from ptx.codegen.cpu.slot_scopes import LIST_BASE
 
 ENABLED = True
+assert RMW_MARK.startswith(";")     # _line keeps any access with a comment out
 
 _GROUP = "!9100"
 _PARALLEL = "!9101"
@@ -27,15 +28,21 @@ _LATCH = re.compile(r"^(\s*br i1 %([\w.]*)tx\.c, label %\2tx\.head, label %[^,\s
 # a few of them): vectorised over every thread with masks, a naive SGEMM's edge blocks made n=1000 take 4x as long
 _MASKED = 'define internal i32 @"rm'
 _ACCESS = re.compile(r"^\s*(?:%\S+ = load |store )")
-# the alias scopes of plain global and shared accesses (FunctionEmitter.space_scope) and of the register slots,
-# one element per thread (cpu/slot_scopes.py)
-_SCOPED = re.compile(r"!alias\.scope !(?:99993|99994|%s\d{%d})\b" % (str(LIST_BASE)[0], len(str(LIST_BASE)) - 1))
+_SCOPE = re.compile(r"!alias\.scope !(\d+)\b")
+
+
+def _scoped(line: str) -> bool:
+    """Whether an access is a plain global or shared one (FunctionEmitter.space_scope) or one of the register
+    slots, one element per thread (the scope lists of cpu/slot_scopes.py, numbered from LIST_BASE)."""
+    m = _SCOPE.search(line)
+    n = int(m.group(1)) if m else -1
+    return n in (GLOBAL_SCOPE, SHARED_SCOPE) or LIST_BASE <= n < LIST_BASE + 100000
 
 
 def _line(line: str, used: set) -> str:
     if _ACCESS.match(line):
         if (";" in line or "!llvm.access.group" in line or " volatile " in line or " atomic " in line
-                or not _SCOPED.search(line)):
+                or not _scoped(line)):
             return line     # RMW_MARK: lanes of one vector may update the same word
         return f"{line}, !llvm.access.group {_GROUP}"
     m = _LATCH.match(line)
@@ -49,7 +56,6 @@ def _line(line: str, used: set) -> str:
 
 def mark(bodies: list) -> tuple:
     """(bodies with their accesses grouped and their thread loops parallel, the metadata they need or "")."""
-    assert RMW_MARK.startswith(";")
     if not ENABLED:
         return bodies, ""
     out, used, marked = [], set(), False

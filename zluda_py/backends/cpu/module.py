@@ -60,24 +60,15 @@ class CpuFunction(BackendFunction):
             return native
         got = self._generic_native
         if got is None:
-            try:
-                k = self.kernel.for_block(tuple(block))
-            except Exception as e:
-                import ptx
-                if not isinstance(e, ptx.PTXError):
-                    raise
-                log.error(f"kernel {self.name}: cannot be compiled for block {tuple(block)}: {e}")
-                raise ptx_error(e, self.name) from None
-            from zluda_py import profile
-            if profile.ON:
-                profile.kernel_compiled(self.name, k.compile_ns, k.compile_hit)
+            block = tuple(block)
+            k = _compiled(self.name, lambda: self.kernel.for_block(block), f" for block {block}")
             got = self._generic_native = (k.address, k.shared_reserve_bytes, k.frame_bytes, k.param_size)
         return got
 
     def _materialize(self):
         kernel = self.kernel
         if getattr(kernel, "loaded", True) is False:
-            _load_kernel(kernel, self.name, self._block)
+            _compiled(self.name, lambda: _first_load(kernel, self._block))
         name = self.name
         params = [KernelParam(offset=o, size=s, align=a) for (o, s, a) in kernel.params]
         size = getattr(kernel, "param_size", None)
@@ -100,19 +91,27 @@ class CpuFunction(BackendFunction):
         return self.kernel.launch_raw(grid, block, params_address, shared_bytes, cooperative=cooperative)
 
 
-def _load_kernel(kernel, name, block=None):
+def _first_load(kernel, block):
+    if block is not None:
+        kernel.prepare(block)   # compiles it for that block where it may be (ptx.host_lazy.SPECIALIZE)
+    kernel.address      # compiles it (ptx.host.LazyKernel)
+    return kernel
+
+
+def _compiled(name, build, what=""):
+    """build()'s compiled lazy kernel; a PTXError is CUDA's error for it, with a log line, and the compile (or
+    cache hit) goes to the profile."""
     import ptx
     from zluda_py import profile
     try:
-        if block is not None:
-            kernel.prepare(block)   # compiles it for that block where it may be (ptx.host_lazy.SPECIALIZE)
-        kernel.address      # compiles it (ptx.host.LazyKernel)
+        kernel = build()
     except ptx.PTXError as e:
         err = ptx_error(e, name)
-        log.error(f"kernel {name}: cannot be compiled: {e}")
+        log.error(f"kernel {name}: cannot be compiled{what}: {e}")
         raise err from None
     if profile.ON:
         profile.kernel_compiled(name, kernel.compile_ns, kernel.compile_hit)
+    return kernel
 
 
 class _LazyResources:
