@@ -101,6 +101,7 @@ class FunctionEmitter(SpecialRegisters):
     # A block's threads all run on one worker thread, one at a time between collectives, so nothing else can
     # touch its shared memory during an atom.shared: a plain read-modify-write is exact, without a bus lock.
     block_private_shared = True
+    rmw_queue = None                # a region's queued shared atomics (cpu/rmw_queue.py)
     # On a GPU a global and a shared access never touch the same bytes (the state spaces are apart): plain ones carry
     # alias scopes saying so, and LLVM vectorises a thread loop that copies a tile between them with no runtime
     # overlap check (which, for a 16-thread row, kept the loop scalar). Generic, atomic and cluster accesses carry none.
@@ -164,13 +165,19 @@ class FunctionEmitter(SpecialRegisters):
     def params_base(self):
         return self.invariant("params", lambda: f"load ptr, ptr {self.L}, align 8")
 
+    def shared_raw_base(self):
+        """The block's shared memory as the runtime gives it (ptx_worker.shared), before shared_base's alignment."""
+        if getattr(self.m, "shared_align", 0) <= RUNTIME_SHARED_ALIGN:
+            return self.shared_base()
+        return self.invariant("shared.raw", lambda: f"load ptr, ptr {self.W}, align 8")
+
     def shared_base(self):
         align = getattr(self.m, "shared_align", 0)
         if align <= RUNTIME_SHARED_ALIGN:
             return self.invariant("shared", lambda: f"load ptr, ptr {self.W}, align 8")
         # a variable asks for more than the runtime's alignment: every function of the module moves the
         # base up to the module's largest one (the kernel reserved the room), a gep so it stays a pointer
-        raw = self.invariant("shared.raw", lambda: f"load ptr, ptr {self.W}, align 8")
+        raw = self.shared_raw_base()
         addr = self.invariant("shared.int", lambda: f"ptrtoint ptr {raw} to i64")
         neg = self.invariant("shared.neg", lambda: f"sub i64 0, {addr}")
         pad = self.invariant("shared.pad", lambda: f"and i64 {neg}, {align - 1}")

@@ -45,6 +45,9 @@ def op_atom(em, ins):
         semantic(ins, f"atom.{op} on a float type")
     b = em.read(ops[1] if is_red else ops[2], t)
     if space == "shared" and em.block_private_shared and not (ty.startswith("<") or ty == "bfloat"):
+        if em.rmw_queue is not None and em.rmw_queue.defers(em.cur_index):
+            em.rmw_queue.put(em, p, b)      # its result nothing reads (cpu/rmw_queue.py)
+            return
         old = _plain_rmw(em, p, op, t, ty, b, em.read(ops[3], t) if op == "cas" else None)
     elif op == "cas":
         c = em.read(ops[3], t)
@@ -80,36 +83,39 @@ def _plain_rmw(em, p, op, t, ty, b, c):
     # the comment keeps the load and store out of the thread loops' parallel accesses (cpu/parallel_loops.py):
     # two lanes of one vector may update the same word
     f.emit(f"{old} = load {ty}, ptr {p}, align {align} {RMW_MARK}")
+    f.emit(f"store {ty} {rmw_new(em, op, t, ty, old, b, c)}, ptr {p}, align {align} {RMW_MARK}")
+    return old
+
+
+def rmw_new(em, op, t, ty, old, b, c):
+    """The value an atomic `op` of type t stores over `old`, with operands b (and c for cas)."""
+    f = em.f
     if op == "cas":
         if T.is_float(t):       # compared as bits, as the hardware does
             ity = f"i{T.bits_of(t)}"
             eq = f.op(f"icmp eq {ity} {em.coerce(old, ty, ity)}, {em.coerce(b, ty, ity)}")
         else:
             eq = f.op(f"icmp eq {ty} {old}, {b}")
-        new = f.op(f"select i1 {eq}, {ty} {c}, {ty} {old}")
-    elif op == "exch":
-        new = b
-    elif T.is_float(t):
+        return f.op(f"select i1 {eq}, {ty} {c}, {ty} {old}")
+    if op == "exch":
+        return b
+    if T.is_float(t):
         if op == "add":
-            new = f.op(f"fadd {ty} {old}, {b}")
-        else:
-            new = em.call(f"llvm.{'minnum' if op == 'min' else 'maxnum'}.{llvm_suffix(ty)}", ty,
-                          [(ty, old), (ty, b)])
-    elif op in ("and", "or", "xor", "add"):
-        new = f.op(f"{op} {ty} {old}, {b}")
-    elif op in ("min", "max"):
+            return f.op(f"fadd {ty} {old}, {b}")
+        return em.call(f"llvm.{'minnum' if op == 'min' else 'maxnum'}.{llvm_suffix(ty)}", ty, [(ty, old), (ty, b)])
+    if op in ("and", "or", "xor", "add"):
+        return f.op(f"{op} {ty} {old}, {b}")
+    if op in ("min", "max"):
         fn = ("s" if T.is_signed(t) else "u") + op
-        new = em.call(f"llvm.{fn}.{ty}", ty, [(ty, old), (ty, b)])
-    elif op == "inc":           # old >= b ? 0 : old + 1
+        return em.call(f"llvm.{fn}.{ty}", ty, [(ty, old), (ty, b)])
+    if op == "inc":             # old >= b ? 0 : old + 1
         ge = f.op(f"icmp uge {ty} {old}, {b}")
-        new = f.op(f"select i1 {ge}, {ty} 0, {ty} {f.op(f'add {ty} {old}, 1')}")
-    else:                       # dec: old == 0 || old > b ? b : old - 1
-        z = f.op(f"icmp eq {ty} {old}, 0")
-        gt = f.op(f"icmp ugt {ty} {old}, {b}")
-        wrap = f.op(f"or i1 {z}, {gt}")
-        new = f.op(f"select i1 {wrap}, {ty} {b}, {ty} {f.op(f'sub {ty} {old}, 1')}")
-    f.emit(f"store {ty} {new}, ptr {p}, align {align} {RMW_MARK}")
-    return old
+        return f.op(f"select i1 {ge}, {ty} 0, {ty} {f.op(f'add {ty} {old}, 1')}")
+    # dec: old == 0 || old > b ? b : old - 1
+    z = f.op(f"icmp eq {ty} {old}, 0")
+    gt = f.op(f"icmp ugt {ty} {old}, {b}")
+    wrap = f.op(f"or i1 {z}, {gt}")
+    return f.op(f"select i1 {wrap}, {ty} {b}, {ty} {f.op(f'sub {ty} {old}, 1')}")
 
 
 def _cas_loop_fadd(em, p, ty, b):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from ptx import ast as A
 from ptx.codegen import function_emitter as FE
 from ptx.codegen.function_emitter import FunctionEmitter
-from ptx.codegen.cpu import affine, lockstep, round_loops, thread_range
+from ptx.codegen.cpu import affine, lockstep, rmw_queue, round_loops, thread_range
 from ptx.passes.sync_points import sync_kind
 from ptx.codegen.cpu.block_abi import region_entry, store_undef_regs
 from ptx.codegen.cpu.regions import region_exits, region_reach, region_writes
@@ -88,11 +88,12 @@ def slot_ptr(f, off, ty):
 
 
 def range_latches(f, mctx, bx, by, bz, acc, ranged, single=None, xrange=None, types=None, before_ret=(),
-                  row_end=()):
+                  row_end=(), flush=()):
     """The loops' latches and the region's result; `single`: its one way out (nothing to track). types: the
     accumulators' types (i32 if not named); the caller emits the `.next` of those range_loops' `extra` added;
     before_ret: lines that read the accumulators' results (`%name.r`) before the region returns `%res`; row_end:
-    lines at the end of each row (after the thread loop)."""
+    lines at the end of each row (after the thread loop); flush: blocks that run after the loops (from label
+    qf.entry, on to label agree)."""
     types = types or {}
     for fn in ("umin", "umax", "smin", "smax"):
         mctx.declare(f"declare i32 @llvm.{fn}.i32(i32, i32)")
@@ -134,7 +135,8 @@ def range_latches(f, mctx, bx, by, bz, acc, ranged, single=None, xrange=None, ty
     f.label("tz.latch")
     f.emit("%tz.next = add nuw i32 %tid.z, 1")
     f.emit(f"%tz.c = icmp ult i32 %tz.next, {bz}")
-    f.term("br i1 %tz.c, label %tz.head, label %agree, !llvm.loop !8997")
+    f.term(f"br i1 %tz.c, label %tz.head, label %{'qf.entry' if flush else 'agree'}, !llvm.loop !8997")
+    f.lines.extend(flush)
     f.label("agree")
     if single is not None:
         f.term(f"ret i32 {single}")
@@ -227,6 +229,18 @@ def emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False, 
         xr = thread_range.guard(flat.body, start_idx, reach, em.is_register, live, remat)
         if warp and xr and not xr[3]:
             xr = None
+    # shared atomics whose results nothing reads, queued (cpu/rmw_queue.py): then a loop of them runs an iteration
+    # a round, vectorised, rather than several a thread (steps). The queue has an entry for each of the block's
+    # threads, so every one must pass the latch.
+    queue = None
+    if not (masked or warp or xr):
+        dims = [d for d in (bx, by, bz) if isinstance(d, int) or str(d).isdigit()]
+        size = 1 if len(dims) == 3 else 1024
+        for d in dims if len(dims) == 3 else ():
+            size *= int(d)
+        queue = rmw_queue.plan(flat.body, reach, succ, em.is_register, size)
+    em.rmw_queue = queue
+    steps = steps and queue is None
     # A region that loops back to its own yield (a lockstep loop) checks its affine registers' next values as it
     # goes: each thread's value less its slope times %tid.x must be the same over the block (over each row, where
     # the rest varies by row) for the threads that stay in the loop; then the next round starts from them without
@@ -256,6 +270,8 @@ def emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False, 
                                  row_start=row_start, head="round.body" if rounds else "entry")
     f.emit("%t = zext i32 %lin to i64")
     f.emit("%sitep = getelementptr i32, ptr %soa, i64 %t")
+    if queue:
+        queue.start(em)
     if steps:
         f.emit("store i32 0, ptr %st.n")
     mark = len(f.lines)
@@ -442,6 +458,8 @@ def emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False, 
                                    "%uflag.2 = zext i1 %uflag.1 to i32", "%uflag = and i32 %uflag.0, %uflag.2"]
             flag = "%uflag"
         before_ret += [f"store i32 {flag}, ptr %uflp"]
+    if queue:
+        queue.record(f)         # (after the latch's phis)
     for c, ((off, ty), v, blk) in enumerate(latch_stores):
         f.emit(f"store {ty} %xl{c}, ptr {hslot(off, ty)}")
     if record:
@@ -451,14 +469,15 @@ def emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False, 
     f.emit("%live = icmp ne i32 %site, 0")
     f.emit("%site.k = select i1 %live, i32 %site, i32 -1")
     range_latches(f, mctx, bx, by, bz, acc, warp, None if record else (outs or [0])[0], xr, acc_types, before_ret,
-                  row_end)
+                  row_end, queue.flush_lines(em, "agree") if queue else ())
     f.lines[mark:mark] = store_undef_regs(em)
     if rounds:
         assert f.lines[-1] == "  ret i32 %res"
         head, tail = _round_blocks(em, k, uniform, block_cands & writes, bx, reg_off, rounds)
         f.lines[-1:] = tail
         f.lines[:0] = head
-    after_entry = region_entry(bx, by, bz) + (["  %st.n = alloca i32, align 4"] if steps else [])
+    after_entry = region_entry(bx, by, bz) + (["  %st.n = alloca i32, align 4"] if steps else []) + \
+        (queue.entry_lines() if queue else [])
     if warp:
         after_entry += ["  %lo = load i32, ptr %rng", "  %hip = getelementptr i32, ptr %rng, i64 1",
                         "  %hi = load i32, ptr %hip"]
