@@ -414,7 +414,13 @@ def mod():
     assert '@"uc2.tiled_mm"' in m.ir and '@"ru2.tiled_mm"' in m.ir and '@"r2.tiled_mm"' in m.ir
     assert '@"uc1.tiled_mm"' not in m.ir
     assert '@"uc1.skewed"' in m.ir
+    # the tile loop keeps them affine (round_loops.barrier_loop_proof): checked once a block; the skewed index not
+    assert "%ok.2 = phi" in _block_fn(m.ir, "tiled_mm") and "%ok." not in _block_fn(m.ir, "skewed")
     return m
+
+
+def _block_fn(ir, name):
+    return ir.split(f'@"k.{name}"(')[1].split("\n}\n")[0]
 
 
 @pytest.mark.parametrize("n,block", [(16, (16, 16, 1)), (64, (16, 16, 1)), (48, (16, 16, 1)), (128, (16, 16, 1))])
@@ -607,4 +613,146 @@ def test_a_row_register_whose_guess_fails_at_run_time(block, grid, rounds):
         acc += x[r5].astype(np.int64)
         r5 = t + np.where(tx < r, 5, 0)
     want = np.tile((acc + r5) & 0xFFFFFFFF, grid).astype(np.uint32).view(np.int32)
+    assert np.array_equal(out, want), f"{int(np.sum(out != want))} of {out.size} differ"
+
+
+# A barrier loop whose registers the loop keeps affine (%r5 += 1, a uniform branch), entered with %r5 affine in every
+# block but `bad`: there %tid.x < 3 took the other definition (both have slope 1, so the guess takes it). The check
+# runs once in each good block and at every round of the bad one: the proof must not carry from block to block.
+ENTRY_GUESS = r"""
+.version 9.0
+.target sm_86
+.address_size 64
+.visible .entry entry_guess(.param .u64 out, .param .u32 rounds, .param .u32 bad) {
+  .reg .pred %p<4>;
+  .reg .b32 %r<20>;
+  .reg .b64 %rd<6>;
+  .shared .align 4 .b8 s[4096];
+  ld.param.u64 %rd1, [out];
+  ld.param.u32 %r1, [rounds];
+  ld.param.u32 %r16, [bad];
+  mov.u32 %r2, %tid.x;
+  mov.u32 %r10, %ntid.x;
+  mov.u32 %r9, s;
+  mov.u32 %r12, %ctaid.x;
+  setp.eq.u32 %p3, %r12, %r16;
+  selp.u32 %r17, 3, 0, %p3;
+  setp.lt.u32 %p1, %r2, %r17;
+  @%p1 add.s32 %r5, %r2, 5;
+  @!%p1 add.s32 %r5, %r2, 0;
+  mov.u32 %r3, 0;
+  mov.u32 %r8, 0;
+$L:
+  shl.b32 %r6, %r2, 2;
+  add.s32 %r6, %r9, %r6;
+  st.shared.u32 [%r6], %r5;
+  bar.sync 0;
+  add.s32 %r7, %r2, 1;
+  rem.u32 %r7, %r7, %r10;
+  shl.b32 %r7, %r7, 2;
+  add.s32 %r7, %r9, %r7;
+  ld.shared.u32 %r11, [%r7];
+  add.s32 %r8, %r8, %r11;
+  add.s32 %r5, %r5, 1;
+  bar.sync 0;
+  add.s32 %r3, %r3, 1;
+  setp.lt.u32 %p2, %r3, %r1;
+  @%p2 bra $L;
+  mad.lo.s32 %r13, %r12, %r10, %r2;
+  mul.wide.u32 %rd2, %r13, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  add.s32 %r14, %r8, %r5;
+  st.global.u32 [%rd3], %r14;
+  ret;
+}
+"""
+
+
+@pytest.mark.parametrize("block,grid,bad,rounds", [(64, 3, 1, 9), (32, 4, 3, 5), (256, 2, 0, 3), (16, 5, 2, 1)])
+def test_a_proven_loop_is_checked_again_in_each_block(block, grid, bad, rounds):
+    m = ptx.compile(ENTRY_GUESS)
+    assert "%ok.2 = phi" in _block_fn(m.ir, "entry_guess")
+    out = np.full(grid * block, 0x5EADBEEF, np.int64).astype(np.int32)
+    m.kernel("entry_guess").launch(grid, block, [out, rounds, bad])
+    t = np.arange(block, dtype=np.int64)
+    want = []
+    for b in range(grid):
+        base = t + np.where(t < (3 if b == bad else 0), 5, 0)
+        acc = rounds * base[(t + 1) % block] + rounds * (rounds - 1) // 2
+        want.append((acc + base + rounds) & 0xFFFFFFFF)
+    want = np.concatenate(want).astype(np.uint32).view(np.int32)
+    assert np.array_equal(out, want), f"{int(np.sum(out != want))} of {out.size} differ"
+
+
+# %r5 (i = %tid.x, block-wide) steps only in the row %tid.y == round - 2, a branch the same along each row but not
+# over the block: the first two rounds' checks pass, later ones must not be skipped (the proof fails on the branch)
+ROW_BRANCH = r"""
+.version 9.0
+.target sm_86
+.address_size 64
+.visible .entry row_branch(.param .u64 x, .param .u64 out, .param .u32 rounds) {
+  .reg .pred %p<4>;
+  .reg .b32 %r<24>;
+  .reg .b64 %rd<8>;
+  .shared .align 4 .b8 s[4096];
+  ld.param.u64 %rd1, [x];
+  ld.param.u64 %rd4, [out];
+  ld.param.u32 %r1, [rounds];
+  mov.u32 %r2, %tid.x;
+  mov.u32 %r15, %tid.y;
+  mov.u32 %r10, %ntid.x;
+  mov.u32 %r9, s;
+  mad.lo.s32 %r16, %r15, %r10, %r2;
+  mov.u32 %r5, %r2;
+  mov.u32 %r3, 0;
+  mov.u32 %r8, 0;
+$L:
+  and.b32 %r6, %r5, 255;
+  mul.wide.u32 %rd2, %r6, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  ld.global.u32 %r11, [%rd3];
+  shl.b32 %r7, %r16, 2;
+  add.s32 %r7, %r9, %r7;
+  st.shared.u32 [%r7], %r11;
+  bar.sync 0;
+  ld.shared.u32 %r12, [%r7];
+  add.s32 %r8, %r8, %r12;
+  add.s32 %r17, %r3, -2;
+  setp.ne.u32 %p1, %r15, %r17;
+  @%p1 bra $L_skip;
+  add.s32 %r5, %r5, 1;
+$L_skip:
+  bar.sync 0;
+  add.s32 %r3, %r3, 1;
+  setp.lt.u32 %p2, %r3, %r1;
+  @%p2 bra $L;
+  mov.u32 %r12, %ctaid.x;
+  mov.u32 %r18, %ntid.y;
+  mul.lo.s32 %r18, %r18, %r10;
+  mad.lo.s32 %r13, %r12, %r18, %r16;
+  mul.wide.u32 %rd5, %r13, 4;
+  add.s64 %rd6, %rd4, %rd5;
+  add.s32 %r14, %r8, %r5;
+  st.global.u32 [%rd6], %r14;
+  ret;
+}
+"""
+
+
+@pytest.mark.parametrize("block,grid,rounds", [((16, 4), 2, 7), ((8, 8), 1, 12), ((32, 3), 2, 5), ((5, 7), 1, 9)])
+def test_a_branch_that_differs_by_row_keeps_the_check(block, grid, rounds):
+    m = ptx.compile(ROW_BRANCH)
+    assert '@"uc2.row_branch"' in m.ir and "%ok." not in _block_fn(m.ir, "row_branch")
+    bx, by = block
+    nt = bx * by
+    x = RNG.integers(-1 << 20, 1 << 20, 256).astype(np.int32)
+    out = np.full(grid * nt, 0x5EADBEEF, np.int64).astype(np.int32)
+    m.kernel("row_branch").launch(grid, (bx, by, 1), [x, out, rounds])
+    t = np.arange(nt, dtype=np.int64)
+    tx, ty = t % bx, t // bx
+    i, acc = tx.copy(), np.zeros(nt, np.int64)
+    for r in range(rounds):
+        acc += x[i & 255].astype(np.int64)
+        i = i + (ty == r - 2)
+    want = np.tile((acc + i) & 0xFFFFFFFF, grid).astype(np.uint32).view(np.int32)
     assert np.array_equal(out, want), f"{int(np.sum(out != want))} of {out.size} differ"

@@ -183,16 +183,17 @@ out:
 }}"""
 
 
-def checked_site(name: str, k: int, call: str, otherwise: str, fresh: bool) -> str:
+def checked_site(name: str, k: int, call: str, otherwise: str, fresh: bool, proven: bool = False) -> str:
     """The block function's blocks for site k whose registers may be affine (cpu/affine.py): reg.k checks them
     (uc{k}), then runs the region that recomputes them (ureg.k, %u{k}) or, where the check fails, `otherwise`
     (greg.k, %r{k}). call/otherwise: region {1} of kernel {0}'s calls, as region_kernel.py formats them. fresh: the
     checked region that ran last may have verified them itself for the next round of its loop (%fresh, %ufl.k),
-    then the check is skipped."""
+    then the check is skipped. proven: the loop keeps them affine (round_loops.barrier_loop_proof), so once checked
+    in a block they need no check (%ok.k)."""
     checked = call.replace('@"r{1}', '@"ru{1}')[:-1] + ", ptr %uni)"
-    check = f"ucheck.{k}" if fresh else f"reg.{k}"
+    check = f"ucheck.{k}" if fresh or proven else f"reg.{k}"
     head = f"reg.{k}:\n  %fr.{k} = icmp ne i32 %fresh, 0\n  br i1 %fr.{k}, label %ureg.{k}, label %{check}\n" \
-        if fresh else ""
+        if fresh else f"reg.{k}:\n  br i1 %ok.{k}, label %ureg.{k}, label %{check}\n" if proven else ""
     return (head + f'{check}:\n  %uok.{k} = call i32 @"uc{k}.{name}"(ptr %soa, i64 %n64, i32 %bx, i32 %by, i32 %bz, '
             f'ptr %uni)\n  %uyes.{k} = icmp ne i32 %uok.{k}, 0\n  br i1 %uyes.{k}, label %ureg.{k}, label %greg.{k}\n'
             f"ureg.{k}:\n  %u{k} = {checked.format(name, k)}\n" + (f"  %ufl.{k} = load i32, ptr %uni\n" if fresh else "") +

@@ -8,7 +8,7 @@ from ptx.codegen import function_emitter as FE
 from ptx.passes.liveness import defs_uses
 from ptx.codegen.cpu import lockstep
 from ptx.codegen.cpu.lockstep import checked_site, lowest_waiting, soft_dispatch
-from ptx.codegen.cpu import affine, warp_chain
+from ptx.codegen.cpu import affine, round_loops, warp_chain
 from ptx.codegen.cpu.block_abi import BLOCK_COORDS, BLOCK_FN_ENTRY, BLOCK_NEXT
 from ptx.codegen.cpu.region_loops import TX_LOOP_MD, emit_region_fn, emit_remat_fn
 from ptx.codegen.cpu import regions
@@ -68,6 +68,7 @@ def emit_region_kernel(func, flat, mctx, sym, fb, sync_em, warp=False, soft=Fals
     yields = {site[0] for site in sync_em.sync_sites if "yield" in flat.body[site[4]].mods}
     # per yield: the registers it carries that may be affine in %tid (checked before the region relies on it)
     uniform = {}
+    proven = set()      # barriers whose loop keeps their affine registers so (checked once a block)
     # and, in kernels without yields or collectives, per barrier in a loop (a tile loop's index and pointers): a
     # region that knows them uniform or consecutive branches on them once and loads through them as vectors
     looped = set()
@@ -91,6 +92,9 @@ def emit_region_kernel(func, flat, mctx, sym, fb, sync_em, warp=False, soft=Fals
             if cands:
                 uniform[k] = cands
                 region_fns.append(affine.uniform_check(f"uc{k}.{func.name}", cands, sync_em.reg_off))
+                if k not in yields and round_loops.barrier_loop_proof(flat.body, succ, idx, cands, live[idx], remat,
+                                                                      sync_em.is_register):
+                    proven.add(k)
     chains = []
     for chain in found:
         if chain[0] in uniform:
@@ -194,10 +198,16 @@ out:
         ublocks, incoming, phis, soft_text = soft_dispatch(func.name, call, sites, yields, uniform)
         reg_blocks += ublocks
     else:
-        reg_blocks += "".join(checked_site(func.name, k, call, call, fresh=False) for k in sorted(uniform))
+        reg_blocks += "".join(checked_site(func.name, k, call, call, fresh=False, proven=k in proven)
+                              for k in sorted(uniform))
+        ends = ["head"] + [f"{'greg' if k in uniform else 'reg'}.{k}" for k in sites] + [f"ureg.{k}" for k in uniform]
         incoming = ", ".join(["[ %r0, %head ]"] + [f"[ %r{k}, %{'greg' if k in uniform else 'reg'}.{k} ]"
                                                    for k in sites] + [f"[ %u{k}, %ureg.{k} ]" for k in uniform])
-        phis = ""
+        # %ok.k: site k's registers were checked in this block and the block went round its loop since (every
+        # region call on the way agreed, or the block would be in the fallback)
+        phis = "".join(f"  %ok.{k} = phi i1 " + ", ".join(
+            f"[ {'false' if b in ('head', f'greg.{k}') else 'true' if b == f'ureg.{k}' else f'%ok.{k}'}, %{b} ]"
+            for b in ends) + "\n" for k in sorted(proven))
     cases = " ".join(["i32 0, label %next"] + [f"i32 {k}, label %reg.{k}" for k in sites])
     range_init = ""
     # the word a checking region sets when it verified its affine registers (lockstep.soft_dispatch)

@@ -13,6 +13,7 @@ from ptx.passes.liveness import defs_uses
 _PURE = frozenset("""add sub mul mad mul24 mad24 div rem abs neg min max and or xor not cnot shl shr setp selp set mov
 cvt cvta fma sqrt rcp rsqrt ex2 lg2 sin cos tanh copysign bfe bfi brev popc clz prmt sad lop3 shf testp slct""".split())
 _BLOCK_SPECIALS = frozenset(f"%{r}.{c}" for r in ("ntid", "ctaid", "nctaid") for c in "xyz")
+_ROW_SPECIALS = frozenset(["%tid.y", "%tid.z"])
 ENABLED = True           # tests compare with the round-at-a-time code
 _INT_MODS = frozenset(f"{s}{w}" for s in "sub" for w in (32, 64))
 
@@ -41,10 +42,11 @@ class _Slopes:
     or None: an optimistic fixed point over its definitions (in the loop, and outside it for those the region
     recomputes) and the value it enters the round with."""
 
-    def __init__(self, body, cyc, is_reg, entering, remat, approx=False):
+    def __init__(self, body, cyc, is_reg, entering, remat, approx=False, rows=False):
         # approx: widening and sign- or zero-extending conversions keep the slope (exact unless the narrow value
-        # wraps), for the lane-0 addresses of prefetch sites, never for a proof
-        self.is_reg, self.approx = is_reg, approx
+        # wraps), for the lane-0 addresses of prefetch sites, never for a proof. rows: %tid.y and %tid.z have slope
+        # 0 (a value the same along each row; barrier_loop_proof tracks which vary by row)
+        self.is_reg, self.approx, self.rows = is_reg, approx, rows
         defs = {r: [] for r in entering}
         for i in sorted(cyc):
             st = body[i]
@@ -80,7 +82,7 @@ class _Slopes:
                 return self.val.get(name)
             if name == "%tid.x":
                 return 1
-            if name in _BLOCK_SPECIALS or not name.startswith("%"):
+            if name in _BLOCK_SPECIALS or not name.startswith("%") or self.rows and name in _ROW_SPECIALS:
                 return 0        # block-wide values and the addresses of variables
         return None
 
@@ -181,6 +183,60 @@ def plan(body, succ, reach, idx, cands, live_k, remat, is_reg):
     if not all(sl.val.get(name, sx) == sx for name, sx in slope.items()):
         return None
     return Plan(cyc, sl, _Slopes(body, cyc, is_reg, entering, remat, approx=True))
+
+
+def _loop_reach(body, succ, idx) -> set:
+    """The statements a thread can run from sync site statement idx before it comes back to it, through any other
+    sync point on the way."""
+    seen, stack = set(), list(succ[idx])
+    while stack:
+        i = stack.pop()
+        if i in seen or i == idx or i >= len(body):
+            continue
+        seen.add(i)
+        stack.extend(succ[i])
+    return seen | {idx}
+
+
+def _row_varying(body, stmts, is_reg, rows) -> set:
+    """The registers the statements `stmts` may make differ between the block's rows: those that read %tid.y,
+    %tid.z, a register of `rows` or one of these, or run under a predicate that does."""
+    out = set(rows)
+    ins = [body[i] for i in sorted(stmts) if isinstance(body[i], A.Instruction)]
+    changed = True
+    while changed:
+        changed = False
+        for st in ins:
+            defs, uses = defs_uses(st, is_reg)
+            if defs - out and (uses & out or any(isinstance(o, A.Reg) and o.name in _ROW_SPECIALS
+                                                  for o in st.operands)):
+                out |= defs
+                changed = True
+    return out
+
+
+def barrier_loop_proof(body, succ, idx, cands, live_k, remat, is_reg) -> bool:
+    """Whether every way from barrier statement idx back to it (a loop with barriers, through every region on the
+    way) keeps each candidate [(register, type, (slope, by row))] affine in %tid.x with its slope: its branches
+    between two statements of the loop are the same for every thread of the block, and each candidate's definitions
+    add values the same for every thread (a by-row one's: for every thread of a row) or other registers' exact
+    multiples of %tid.x. Then, once the block's check found them affine, they stay so while its threads go round
+    the loop together, and the check need not run again (region_kernel's dispatch)."""
+    cyc = cycle(succ, _loop_reach(body, succ, idx), idx)
+    if not cyc:
+        return False
+    slope = {name: sx for name, _, (sx, _) in cands}
+    by_row = {name for name, _, (_, r) in cands if r}
+    entering = {r: slope.get(r) for r in live_k if is_reg(r) and r not in remat}
+    sl = _Slopes(body, cyc, is_reg, entering, remat, rows=True)
+    varying = _row_varying(body, cyc | set(remat.values()), is_reg, by_row)
+    for i in cyc:
+        st = body[i]
+        if isinstance(st, A.Instruction) and st.opcode == "bra" and st.guard is not None \
+                and all(j in cyc for j in succ[i]):
+            if sl.of(A.Reg(st.guard[0])) != 0 or st.guard[0] in varying:
+                return False
+    return all(sl.val.get(name, sx) == sx and (name in by_row or name not in varying) for name, sx in slope.items())
 
 
 def make_shadows(em, plan, body, cands):
