@@ -619,53 +619,14 @@ def test_a_row_register_whose_guess_fails_at_run_time(block, grid, rounds):
 # A barrier loop whose registers the loop keeps affine (%r5 += 1, a uniform branch), entered with %r5 affine in every
 # block but `bad`: there %tid.x < 3 took the other definition (both have slope 1, so the guess takes it). The check
 # runs once in each good block and at every round of the bad one: the proof must not carry from block to block.
-ENTRY_GUESS = r"""
-.version 9.0
-.target sm_86
-.address_size 64
-.visible .entry entry_guess(.param .u64 out, .param .u32 rounds, .param .u32 bad) {
-  .reg .pred %p<4>;
-  .reg .b32 %r<20>;
-  .reg .b64 %rd<6>;
-  .shared .align 4 .b8 s[4096];
-  ld.param.u64 %rd1, [out];
-  ld.param.u32 %r1, [rounds];
-  ld.param.u32 %r16, [bad];
-  mov.u32 %r2, %tid.x;
-  mov.u32 %r10, %ntid.x;
-  mov.u32 %r9, s;
-  mov.u32 %r12, %ctaid.x;
-  setp.eq.u32 %p3, %r12, %r16;
-  selp.u32 %r17, 3, 0, %p3;
-  setp.lt.u32 %p1, %r2, %r17;
-  @%p1 add.s32 %r5, %r2, 5;
-  @!%p1 add.s32 %r5, %r2, 0;
-  mov.u32 %r3, 0;
-  mov.u32 %r8, 0;
-$L:
-  shl.b32 %r6, %r2, 2;
-  add.s32 %r6, %r9, %r6;
-  st.shared.u32 [%r6], %r5;
-  bar.sync 0;
-  add.s32 %r7, %r2, 1;
-  rem.u32 %r7, %r7, %r10;
-  shl.b32 %r7, %r7, 2;
-  add.s32 %r7, %r9, %r7;
-  ld.shared.u32 %r11, [%r7];
-  add.s32 %r8, %r8, %r11;
-  add.s32 %r5, %r5, 1;
-  bar.sync 0;
-  add.s32 %r3, %r3, 1;
-  setp.lt.u32 %p2, %r3, %r1;
-  @%p2 bra $L;
-  mad.lo.s32 %r13, %r12, %r10, %r2;
-  mul.wide.u32 %rd2, %r13, 4;
-  add.s64 %rd3, %rd1, %rd2;
-  add.s32 %r14, %r8, %r5;
-  st.global.u32 [%rd3], %r14;
-  ret;
-}
-"""
+ENTRY_GUESS = GUARDED.replace("guarded", "entry_guess").replace("%r<16>", "%r<20>").replace(
+    ".param .u32 rounds)", ".param .u32 rounds, .param .u32 bad)").replace(
+    "  mov.u32 %r5, %r2;\n",
+    "  ld.param.u32 %r16, [bad];\n  mov.u32 %r12, %ctaid.x;\n  setp.eq.u32 %p3, %r12, %r16;\n"
+    "  selp.u32 %r17, 3, 0, %p3;\n  setp.lt.u32 %p1, %r2, %r17;\n  @%p1 add.s32 %r5, %r2, 5;\n"
+    "  @!%p1 add.s32 %r5, %r2, 0;\n").replace(
+    "  setp.lt.u32 %p1, %r2, %r3;\n  @%p1 add.s32 %r5, %r2, 5;\n  @!%p1 add.s32 %r5, %r2, 0;\n",
+    "  add.s32 %r5, %r5, 1;\n")
 
 
 @pytest.mark.parametrize("block,grid,bad,rounds", [(64, 3, 1, 9), (32, 4, 3, 5), (256, 2, 0, 3), (16, 5, 2, 1)])
