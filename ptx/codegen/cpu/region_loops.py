@@ -19,21 +19,28 @@ from ptx.codegen.module_context import assemble
 TX_LOOP_MD = ", !llvm.loop !8998"
 
 
+_BASE_OPS = {"mn": "umin", "mx": "umax", "l0": "umin", "l1": "umax", "c": "add"}
+
+
 def range_loops(f, bx, by, ranged, track=True, xrange=None, extra=(), row_start=(), head="entry"):
     """The thread loops' headers. Ranged (kernels with warp collectives): only the threads of linear
     ids [lo, hi) run (the others exited), and the loops track the live threads' smallest and largest
     id and their count, so that the block can go on with the live threads as one range. xrange: (lo, hi), the
     tid.x interval of the threads that do anything in this region (thread_range.guard); head: the block they
-    are entered from."""
+    are entered from. extra: [(name, type, identity, per row, the op that joins two of them)]; returns (the
+    accumulators, their types, {block-wide accumulator: (op, identity)})."""
     acc = (["mn", "mx"] + (["l0", "l1", "c"] if ranged else [])) if track else []
     init = {"mn": "-1", "mx": "0", "l0": "-1", "l1": "0", "c": "0"}
     types = {a: "i32" for a in acc}
-    carried = list(acc)
-    for name, ty, value, per_row in extra:      # per row: they start again at each row
+    # the block-wide ones: each row's loop starts from the identity and its result joins the block's at the row's
+    # end (op), so that a row's vectorised loop does not wait for the reduction of the row before it
+    combine = {a: (_BASE_OPS[a], init[a]) for a in acc}
+    for name, ty, value, per_row, op in extra:      # per row: they start again at each row
         acc.append(name)
         init[name], types[name] = value, ty
         if not per_row:
-            carried.append(name)
+            combine[name] = (op, value)
+    carried = list(combine)
     f.label("tz.head")
     f.emit(f"%tid.z = phi i32 [ 0, %{head} ], [ %tz.next, %tz.latch ]")
     for a in carried:
@@ -74,10 +81,9 @@ def range_loops(f, bx, by, ranged, track=True, xrange=None, extra=(), row_start=
     first = "%xs" if ranged else min(xrange[0], (1 << 31) - 1) if xrange else 0
     f.emit(f"%tid.x = phi i32 [ {first}, %ty.head ], [ %tx.next, %tx.latch ]")
     for a in acc:
-        start = f"%{a}.y" if a in carried else init[a]
-        f.emit(f"%{a} = phi {types[a]} [ {start}, %ty.head ], [ %{a}.next, %tx.latch ]")
+        f.emit(f"%{a} = phi {types[a]} [ {init[a]}, %ty.head ], [ %{a}.next, %tx.latch ]")
     f.emit("%lin = add i32 %lzyx, %tid.x")
-    return acc, types
+    return acc, types, combine
 
 
 def slot_ptr(f, off, ty):
@@ -88,7 +94,7 @@ def slot_ptr(f, off, ty):
 
 
 def range_latches(f, mctx, bx, by, bz, acc, ranged, single=None, xrange=None, types=None, before_ret=(),
-                  row_end=(), flush=()):
+                  row_end=(), flush=(), combine=None):
     """The loops' latches and the region's result; `single`: its one way out (nothing to track). types: the
     accumulators' types (i32 if not named); the caller emits the `.next` of those range_loops' `extra` added;
     before_ret: lines that read the accumulators' results (`%name.r`) before the region returns `%res`; row_end:
@@ -121,12 +127,21 @@ def range_latches(f, mctx, bx, by, bz, acc, ranged, single=None, xrange=None, ty
                                     '!8997 = distinct !{!8997, !8999}')
     f.term("br i1 %tx.c, label %tx.head, label %ty.latch" + TX_LOOP_MD)
     f.label("ty.latch")
+    combine = combine or {}
     for a in acc:
         ty = types.get(a, "i32")
+        row = f"%{a}.rr" if a in combine else f"%{a}.r"
         if ranged:
-            f.emit(f"%{a}.r = phi {ty} [ %{a}.next, %tx.latch ], [ %{a}.y, %ty.head ]")
+            skipped = combine[a][1] if a in combine else f"%{a}.y"
+            f.emit(f"{row} = phi {ty} [ %{a}.next, %tx.latch ], [ {skipped}, %ty.head ]")
         else:
-            f.emit(f"%{a}.r = phi {ty} [ %{a}.next, %tx.latch ]")
+            f.emit(f"{row} = phi {ty} [ %{a}.next, %tx.latch ]")
+    for a, (op, _) in combine.items():
+        ty = types.get(a, "i32")
+        if op in ("umin", "umax"):
+            f.emit(f"%{a}.r = call {ty} @llvm.{op}.{ty}({ty} %{a}.y, {ty} %{a}.rr)")
+        else:
+            f.emit(f"%{a}.r = {op} {ty} %{a}.y, %{a}.rr")
     for line in row_end:
         f.emit(line)
     f.emit("%ty.next = add nuw i32 %tid.y, 1")
@@ -253,8 +268,8 @@ def emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False, 
         em.is_register)
     block_cands = {name for name, _, (_, by_row) in uniform or () if not by_row} if rounds else set()
     # (a proven block-wide candidate needs no OR: its threads agree; the AND of theirs is the next round's base)
-    extra = [(f"u{m}{j}", ty, init, by_row) for j, (name, ty, (_, by_row)) in enumerate(uniform or ())
-             for m, init in (("n", "-1"), ("x", "0")) if m == "n" or name not in block_cands]
+    extra = [(f"u{m}{j}", ty, init, by_row, op) for j, (name, ty, (_, by_row)) in enumerate(uniform or ())
+             for m, init, op in (("n", "-1", "and"), ("x", "0", "or")) if m == "n" or name not in block_cands]
     # the affine registers' bases: the first thread's slot of the block (in the entry) or of each row (here), read
     # before any thread stores
     row_start, block_start = [], []
@@ -266,7 +281,8 @@ def emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False, 
             f"%rbp.{j} = getelementptr {ty}, ptr %rbs.{j}, i64 {'%row64' if by_row else 0}",
             f"%rb{'0' if rounds and not by_row else ''}.{j} = load {ty}, ptr %rbp.{j}" +
             scopes.mark(sync_em.reg_off[name])])
-    acc, acc_types = range_loops(f, bx, by, warp, track=record, xrange=xr and xr[:2], extra=extra if verify else (),
+    acc, acc_types, combine = range_loops(f, bx, by, warp, track=record, xrange=xr and xr[:2],
+                                          extra=extra if verify else (),
                                  row_start=row_start, head="round.body" if rounds else "entry")
     f.emit("%t = zext i32 %lin to i64")
     f.emit("%sitep = getelementptr i32, ptr %soa, i64 %t")
@@ -469,7 +485,7 @@ def emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False, 
     f.emit("%live = icmp ne i32 %site, 0")
     f.emit("%site.k = select i1 %live, i32 %site, i32 -1")
     range_latches(f, mctx, bx, by, bz, acc, warp, None if record else (outs or [0])[0], xr, acc_types, before_ret,
-                  row_end, queue.flush_lines(em, "agree") if queue else ())
+                  row_end, queue.flush_lines(em, "agree") if queue else (), combine)
     f.lines[mark:mark] = store_undef_regs(em)
     if rounds:
         assert f.lines[-1] == "  ret i32 %res"
@@ -550,7 +566,7 @@ def emit_remat_fn(func, flat, mctx, sync_em, remat, consts):
     f.terminated = True
     bx, by, bz = em.ntid(0), em.ntid(1), em.ntid(2)
     names = [n for n in sync_em.reg_off if n in remat and n not in consts and n in sync_em.regs]
-    acc, _ = range_loops(f, bx, by, False, track=False)
+    acc, _, _ = range_loops(f, bx, by, False, track=False)
     f.emit("%t = zext i32 %lin to i64")
     mark = len(f.lines)
     for i in remat_chain(names, remat, flat.body, em.is_register):
