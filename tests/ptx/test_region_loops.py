@@ -293,3 +293,15 @@ def test_global_and_shared_accesses_do_not_alias():
     gen = np.full((16, 16), np.nan, np.float32)
     m.kernel("tile").launch(1, (16, 16, 1), [a, out, gen])
     assert np.array_equal(out, a.T) and np.array_equal(gen, a.T)
+
+
+def test_block_wide_accumulators_start_again_at_each_row():
+    """A region's block-wide accumulators (its threads' next sites' min and max) begin each row's thread loop at
+    their identity and join the block's value at the row's end (region_loops.range_loops): carried into the row's
+    vectorised loop, each row waited for the horizontal reduction of the row before it. The results of 2-D and
+    3-D blocks are test_region_loops_match_model_and_general_scheduler's."""
+    ir = ptx.compile(MID_EXIT).ir
+    assert "%mn = phi i32 [ -1, %ty.head ]" in ir and "%mx = phi i32 [ 0, %ty.head ]" in ir
+    assert "[ %mn.y, %ty.head ]" not in ir
+    assert "%mn.r = call i32 @llvm.umin.i32(i32 %mn.y, i32 %mn.rr)" in ir
+    assert "%mx.r = call i32 @llvm.umax.i32(i32 %mx.y, i32 %mx.rr)" in ir
