@@ -44,7 +44,7 @@ def op_atom(em, ins):
     if T.is_float(t) and op not in ("add", "exch", "min", "max", "cas"):
         semantic(ins, f"atom.{op} on a float type")
     b = em.read(ops[1] if is_red else ops[2], t)
-    if space == "shared" and em.block_private_shared and not (ty.startswith("<") or ty == "bfloat"):
+    if space == "shared" and em.block_private_shared and plain_rmw_type(ty):
         if em.rmw_queue is not None and em.rmw_queue.defers(em.cur_index):
             em.rmw_queue.put(em, p, b)      # its result nothing reads (cpu/rmw_queue.py)
             return
@@ -73,6 +73,12 @@ def op_atom(em, ins):
             old = f.op(f"atomicrmw {rmw} ptr {p}, {ty} {b} {order}")
     if dst is not None:
         em.write(dst, old, t)
+
+
+def plain_rmw_type(ty) -> bool:
+    """Whether a block-private shared atomic of LLVM type ty is a plain load, operate, store (_plain_rmw); packed
+    halves and bf16 take a compare-exchange loop."""
+    return not (ty.startswith("<") or ty == "bfloat")
 
 
 def _plain_rmw(em, p, op, t, ty, b, c):

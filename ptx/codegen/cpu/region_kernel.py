@@ -200,14 +200,14 @@ out:
     else:
         reg_blocks += "".join(checked_site(func.name, k, call, call, fresh=False, proven=k in proven)
                               for k in sorted(uniform))
-        ends = ["head"] + [f"{'greg' if k in uniform else 'reg'}.{k}" for k in sites] + [f"ureg.{k}" for k in uniform]
-        incoming = ", ".join(["[ %r0, %head ]"] + [f"[ %r{k}, %{'greg' if k in uniform else 'reg'}.{k} ]"
-                                                   for k in sites] + [f"[ %u{k}, %ureg.{k} ]" for k in uniform])
+        ends = [("%r0", "head")] + [(f"%r{k}", f"{'greg' if k in uniform else 'reg'}.{k}") for k in sites] + \
+            [(f"%u{k}", f"ureg.{k}") for k in uniform]
+        incoming = ", ".join(f"[ {v}, %{b} ]" for v, b in ends)
         # %ok.k: site k's registers were checked in this block and the block went round its loop since (every
         # region call on the way agreed, or the block would be in the fallback)
         phis = "".join(f"  %ok.{k} = phi i1 " + ", ".join(
             f"[ {'false' if b in ('head', f'greg.{k}') else 'true' if b == f'ureg.{k}' else f'%ok.{k}'}, %{b} ]"
-            for b in ends) + "\n" for k in sorted(proven))
+            for _, b in ends) + "\n" for k in sorted(proven))
     cases = " ".join(["i32 0, label %next"] + [f"i32 {k}, label %reg.{k}" for k in sites])
     range_init = ""
     # the word a checking region sets when it verified its affine registers (lockstep.soft_dispatch)

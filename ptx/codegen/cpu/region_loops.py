@@ -3,6 +3,8 @@ restores and saves at the region's sync points, and the masked and affine varian
 
 from __future__ import annotations
 
+import math
+
 from ptx import ast as A
 from ptx.codegen import function_emitter as FE
 from ptx.codegen.function_emitter import FunctionEmitter
@@ -249,10 +251,7 @@ def emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False, 
     # threads, so every one must pass the latch.
     queue = None
     if not (masked or warp or xr):
-        dims = [d for d in (bx, by, bz) if isinstance(d, int) or str(d).isdigit()]
-        size = 1 if len(dims) == 3 else 1024
-        for d in dims if len(dims) == 3 else ():
-            size *= int(d)
+        size = math.prod(mctx.block) if mctx.block else 1024     # (the most threads a block may have)
         queue = rmw_queue.plan(flat.body, reach, succ, em.is_register, size)
     em.rmw_queue = queue
     steps = steps and queue is None

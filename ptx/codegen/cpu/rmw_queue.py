@@ -11,6 +11,7 @@ from __future__ import annotations
 from ptx import ast as A
 from ptx.codegen import ptxtypes as T
 from ptx.codegen.ptxrt_layout import L_DYN_SHARED, L_STATIC_SHARED
+from ptx.codegen.ops_atom import RMW_OPS, plain_rmw_type, rmw_new
 from ptx.codegen.ops_mem import space_of
 from ptx.codegen.cpu.regions import region_reach
 from ptx.passes.liveness import defs_uses
@@ -20,7 +21,7 @@ from ptx.passes.sync_points import sync_kind
 _OPAQUE = frozenset(["call", "cp", "ldmatrix", "stmatrix", "wmma", "mbarrier", "multimem", "clusterlaunchcontrol",
                      "tensormap", "cp.async", "st.async", "red.async", "cp.reduce.async"])
 _ORDERLESS = frozenset(["add", "and", "or", "xor", "min", "max"])   # integer ones: several sites in any order
-QUEUE_OPS = frozenset(["add", "and", "or", "xor", "min", "max", "inc", "dec", "exch"])
+QUEUE_OPS = frozenset(RMW_OPS) - {"cas"}         # a cas needs two operands
 MAX_SITES = 4       # each queue is an array on the stack: 12 KiB for a block whose size is not known
 ENABLED = True      # tests compare with the atomics in place
 
@@ -33,13 +34,9 @@ def _atomic(st):
         return None
     op = next((m for m in st.mods if m in QUEUE_OPS), None)
     ts = T.types_in(st.mods)
-    if op is None or not ts or "cas" in st.mods:
+    if op is None or not ts or not plain_rmw_type(T.llvm_type(ts[-1])):
         return None
-    t = ts[-1]
-    ty = T.llvm_type(t)
-    if ty.startswith("<") or ty == "bfloat" or (T.is_float(t) and op not in ("add", "min", "max", "exch")):
-        return None
-    return op, t
+    return op, ts[-1]       # (an operation the type does not have is op_atom's error, before the queue)
 
 
 def _sees_shared(st) -> bool:
@@ -110,7 +107,6 @@ class RmwQueue:
     def flush_lines(self, em, then):
         """The loop applying every thread's records in thread order (a thread's in body order), then on to
         label `then`."""
-        from ptx.codegen.ops_atom import rmw_new
         f = em.f
         saved = f.lines, f.terminated
         f.lines, f.terminated = [], True

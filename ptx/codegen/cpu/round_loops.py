@@ -13,7 +13,6 @@ from ptx.passes.liveness import defs_uses
 _PURE = frozenset("""add sub mul mad mul24 mad24 div rem abs neg min max and or xor not cnot shl shr setp selp set mov
 cvt cvta fma sqrt rcp rsqrt ex2 lg2 sin cos tanh copysign bfe bfi brev popc clz prmt sad lop3 shf testp slct""".split())
 _BLOCK_SPECIALS = frozenset(f"%{r}.{c}" for r in ("ntid", "ctaid", "nctaid") for c in "xyz")
-_ROW_SPECIALS = frozenset(["%tid.y", "%tid.z"])
 ENABLED = True           # tests compare with the round-at-a-time code
 _INT_MODS = frozenset(f"{s}{w}" for s in "sub" for w in (32, 64))
 
@@ -82,7 +81,7 @@ class _Slopes:
                 return self.val.get(name)
             if name == "%tid.x":
                 return 1
-            if name in _BLOCK_SPECIALS or not name.startswith("%") or self.rows and name in _ROW_SPECIALS:
+            if name in _BLOCK_SPECIALS or not name.startswith("%") or self.rows and name in affine.ROW_SPECIALS:
                 return 0        # block-wide values and the addresses of variables
         return None
 
@@ -208,7 +207,7 @@ def _row_varying(body, stmts, is_reg, rows) -> set:
         changed = False
         for st in ins:
             defs, uses = defs_uses(st, is_reg)
-            if defs - out and (uses & out or any(isinstance(o, A.Reg) and o.name in _ROW_SPECIALS
+            if defs - out and (uses & out or any(isinstance(o, A.Reg) and o.name in affine.ROW_SPECIALS
                                                   for o in st.operands)):
                 out |= defs
                 changed = True
