@@ -1,6 +1,7 @@
 """Runtime objects through the real libcuda.so.1 from Python (ctypes), each scenario in a fresh process:
 backend choice, ZLUDA_CC, UUID stability, kernel traps as sticky errors, per-thread streams across threads,
-stream ordering under concurrency, and that streams cost no threads of their own."""
+stream ordering under concurrency, that streams cost no threads of their own, and a lazy kernel's first launches
+from many threads at once."""
 
 import os
 import re
@@ -277,3 +278,67 @@ def test_random_2d_3d_copies_and_fills_match_numpy(shim_libdir):
         print("ok")
     """)
     assert check(r).strip() == "ok"
+
+
+FILL_PTX = r"""
+.version 7.0
+.target sm_80
+.address_size 64
+.visible .entry fill(.param .u64 out, .param .u32 n, .param .u32 k)
+{
+    .reg .b32 %r<6>;
+    .reg .b64 %rd<4>;
+    .reg .pred %p;
+    ld.param.u64 %rd1, [out];
+    ld.param.u32 %r1, [n];
+    ld.param.u32 %r2, [k];
+    mov.u32 %r3, %ctaid.x;
+    mov.u32 %r4, %ntid.x;
+    mov.u32 %r5, %tid.x;
+    mad.lo.s32 %r3, %r3, %r4, %r5;
+    setp.ge.u32 %p, %r3, %r1;
+    @%p bra DONE;
+    mul.wide.u32 %rd2, %r3, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    mad.lo.s32 %r5, %r3, 3, %r2;
+    st.global.u32 [%rd3], %r5;
+DONE:
+    ret;
+}
+"""
+
+
+@pytest.mark.parametrize("loading", ["LAZY", "EAGER"])
+def test_first_launches_of_one_kernel_from_many_threads(shim_libdir, loading):
+    # each thread's first launch races the others' to compile the kernel, for its own block shape (the first
+    # compile specialises on one, the rest need the code for any block): every result must be whole
+    r = run_py(shim_libdir, f"""
+        ctx = primary()
+        mod, fn = ctypes.c_void_p(), ctypes.c_void_p()
+        ok(lib.cuModuleLoadData(P(mod), {FILL_PTX!r}.encode()), "load")
+        ok(lib.cuModuleGetFunction(P(fn), mod, b"fill"), "get")
+        N, T = 5000, 6
+        bufs = []
+        for i in range(T):
+            d = ctypes.c_uint64(); ok(lib.cuMemAlloc_v2(P(d), N * 4)); bufs.append(d)
+        gate, errors = threading.Barrier(T), []
+        def worker(i):
+            try:
+                ok(lib.cuCtxSetCurrent(ctx))
+                out, n, k = ctypes.c_uint64(bufs[i].value), ctypes.c_uint32(N), ctypes.c_uint32(1000 * i + 7)
+                params = (ctypes.c_void_p * 3)(*(ctypes.addressof(v) for v in (out, n, k)))
+                block = 32 * (i + 1)
+                gate.wait()
+                ok(lib.cuLaunchKernel(fn, (N + block - 1) // block, 1, 1, block, 1, 1, 0, None, params, None))
+                ok(lib.cuStreamSynchronize(None))
+                host = (ctypes.c_uint32 * N)()
+                ok(lib.cuMemcpyDtoH_v2(host, bufs[i], N * 4))
+                bad = [j for j in range(N) if host[j] != (3 * j + 1000 * i + 7) & 0xFFFFFFFF]
+                assert not bad, (i, bad[:5])
+            except BaseException as e:
+                errors.append(repr(e))
+        threads = [threading.Thread(target=worker, args=(i,)) for i in range(T)]
+        [t.start() for t in threads]; [t.join() for t in threads]
+        print("errors", errors)
+    """, CUDA_MODULE_LOADING=loading)
+    assert check(r).strip() == "errors []"

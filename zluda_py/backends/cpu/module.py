@@ -5,6 +5,7 @@ contraction (ZLUDA_FMA_OPT=1) and checked accesses (ZLUDA_MEMCHECK=1)."""
 from __future__ import annotations
 
 import os
+import threading
 
 from zluda_py import log
 from zluda_py.backends.base import BackendFunction, BackendModule, FunctionInfo, KernelParam
@@ -23,6 +24,8 @@ class CpuFunction(BackendFunction):
         self._block = None          # the block of the launch about to compile it (expect_block)
         self._spec = None           # the block its code was compiled for (None: any)
         self._generic_native = None
+        # host threads may launch it for the first time together: one compiles, the others wait for its result
+        self._lock = threading.Lock()
 
     @property
     def loaded(self) -> bool:
@@ -61,11 +64,19 @@ class CpuFunction(BackendFunction):
         got = self._generic_native
         if got is None:
             block = tuple(block)
-            k = _compiled(self.name, lambda: self.kernel.for_block(block), f" for block {block}")
-            got = self._generic_native = (k.address, k.shared_reserve_bytes, k.frame_bytes, k.param_size)
+            with self._lock:
+                got = self._generic_native
+                if got is None:
+                    k = _compiled(self.name, lambda: self.kernel.for_block(block), f" for block {block}")
+                    got = self._generic_native = (k.address, k.shared_reserve_bytes, k.frame_bytes, k.param_size)
         return got
 
     def _materialize(self):
+        with self._lock:
+            if self._info is None:
+                self._materialize_locked()
+
+    def _materialize_locked(self):
         kernel = self.kernel
         if getattr(kernel, "loaded", True) is False:
             _compiled(self.name, lambda: _first_load(kernel, self._block))
