@@ -1316,12 +1316,23 @@ def test_lockstep_loops_check_their_affine_registers_as_they_run(modules):
     parts), which then skips the separate check. Without rounds in one call (cpu/round_loops.py), the exit of a
     grid-stride loop stores what the loop's back edge stores, so those stores need no mask; with them, neither
     stores the loop's index: the next round starts from the block's base, and the threads still in the loop when
-    the rounds end get their slots from it."""
-    from ptx.codegen.cpu import round_loops
+    the rounds end get their slots from it. Its rounds are lean (cpu/lean_rounds.py): no thread's site or check in
+    the thread loop, but a test of the loop's comparison after it."""
+    from ptx.codegen.cpu import lean_rounds, round_loops
     ir = modules["lockstep"].ir
     body = ir[ir.index('define internal i32 @"ru1.saxpy"'):]
     body = body[:body.index("\n}\n")]
-    assert "%uflag = and i32" in body and "%un0.next = and i32" in body and "%bgood = xor i1" in body
+    assert "%uflag = and i32" in body and "%bgood = xor i1" in body and "\nlr.fix:" in body
+    assert "%un0.next" not in body and "ptr %sitep" not in body
+    saved = lean_rounds.ENABLED
+    lean_rounds.ENABLED = False
+    try:
+        tracked = _compile(True).ir
+    finally:
+        lean_rounds.ENABLED = saved
+    tracked = tracked[tracked.index('define internal i32 @"ru1.saxpy"'):]
+    tracked = tracked[:tracked.index("\n}\n")]
+    assert "%un0.next = and i32" in tracked and "store i32 %site, ptr %sitep" in tracked
     block = ir[ir.index('define i32 @"k.saxpy"'):]
     assert "%fresh = phi i32" in block and "br i1 %fr.1, label %ureg.1, label %ucheck.1" in block
     assert "\nround:" in body and "\nmat.st:" in body

@@ -8,7 +8,7 @@ import math
 from ptx import ast as A
 from ptx.codegen import function_emitter as FE
 from ptx.codegen.function_emitter import FunctionEmitter
-from ptx.codegen.cpu import affine, lockstep, rmw_queue, round_loops, thread_range
+from ptx.codegen.cpu import affine, lean_rounds, lockstep, rmw_queue, round_loops, thread_range
 from ptx.passes.sync_points import sync_kind
 from ptx.codegen.cpu.block_abi import region_entry, store_undef_regs
 from ptx.codegen.cpu.regions import region_exits, region_reach, region_writes
@@ -266,6 +266,12 @@ def emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False, 
         flat.body, succ, reach, sync_em.sync_sites[k - 1][4], uniform, live[sync_em.sync_sites[k - 1][4]], remat,
         em.is_register)
     block_cands = {name for name, _, (_, by_row) in uniform or () if not by_row} if rounds else set()
+    # a grid-stride loop's rounds without per-thread bookkeeping (cpu/lean_rounds.py)
+    lean = None
+    if rounds and not (masked or warp or queue or steps or xr) and outs == [k, 0] and \
+            all(name in block_cands for name, _, _ in uniform):
+        lean = lean_rounds.find(flat.body, succ, reach, sync_em.sync_sites[k - 1][4], rounds, uniform,
+                                em.is_register, sync_em.regs)
     # (a proven block-wide candidate needs no OR: its threads agree; the AND of theirs is the next round's base)
     extra = [(f"u{m}{j}", ty, init, by_row, op) for j, (name, ty, (_, by_row)) in enumerate(uniform or ())
              for m, init, op in (("n", "-1", "and"), ("x", "0", "or")) if m == "n" or name not in block_cands]
@@ -280,8 +286,8 @@ def emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False, 
             f"%rbp.{j} = getelementptr {ty}, ptr %rbs.{j}, i64 {'%row64' if by_row else 0}",
             f"%rb{'0' if rounds and not by_row else ''}.{j} = load {ty}, ptr %rbp.{j}" +
             scopes.mark(sync_em.reg_off[name])])
-    acc, acc_types, combine = range_loops(f, bx, by, warp, track=record, xrange=xr and xr[:2],
-                                          extra=extra if verify else (),
+    acc, acc_types, combine = range_loops(f, bx, by, warp, track=record and not lean, xrange=xr and xr[:2],
+                                          extra=extra if verify and not lean else (),
                                  row_start=row_start, head="round.body" if rounds else "entry")
     f.emit("%t = zext i32 %lin to i64")
     f.emit("%sitep = getelementptr i32, ptr %soa, i64 %t")
@@ -315,6 +321,8 @@ def emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False, 
             em.emit_instruction(st)
             if rounds and i in rounds.cyc:
                 round_loops.emit_shadow(em, st, rounds)
+                if lean and i == lean.setp:
+                    lean_rounds.note(em, rounds, lean)
                 if not steps:       # several iterations a thread: a round is not one step of the loop
                     round_loops.note_load(em, st, rounds)
         elif sync_kind(st):
@@ -448,12 +456,12 @@ def emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False, 
     if uniform:
         flag = "0"
         if verify and "block" in verified:
-            for c, (_, ty, _) in enumerate(uniform):
+            for c, (_, ty, _) in enumerate(() if lean else uniform):
                 others = ", ".join(f"[ 0, %{b} ]" for b in arrivals_blocks(em, masked) if b != verified["block"])
                 f.emit(f"%ud{c} = phi {ty} [ {verified[c]}, %{verified['block']} ], {others}")
             f.emit(f"%again = icmp eq i32 %site, {k}")
             ok = "%again.r"
-            for c, (name, ty, _) in enumerate(uniform):
+            for c, (name, ty, _) in enumerate(() if lean else uniform):
                 f.emit(f"%udn{c} = select i1 %again, {ty} %ud{c}, {ty} -1")
                 f.emit(f"%un{c}.next = and {ty} %un{c}, %udn{c}")
                 if name not in block_cands:
@@ -477,14 +485,22 @@ def emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False, 
         queue.record(f)         # (after the latch's phis)
     for c, ((off, ty), v, blk) in enumerate(latch_stores):
         f.emit(f"store {ty} %xl{c}, ptr {hslot(off, ty)}")
-    if record:
+    if record and not lean:
         # every thread's next site, stored once for all ways out (a masked thread's own back): a store on each way
         # out would be a masked vector store, which Zen 3 runs at a third of a plain one
         f.emit("store i32 %site, ptr %sitep" + scopes.mark(0))
     f.emit("%live = icmp ne i32 %site, 0")
     f.emit("%site.k = select i1 %live, i32 %site, i32 -1")
+    flush = queue.flush_lines(em, "agree") if queue else ()
+    if lean:
+        # what the next round starts from: the last thread's (every thread's) values where the rounds go on
+        ends = [(f"un{c}", ty, round_loops.shadow_of(rounds, name) if sx else em.regs[name][1])
+                for c, (name, ty, (sx, _)) in enumerate(uniform)]
+        flush = lean_rounds.after_loops(lean, k, bx, ends)
+        mctx.declare("declare i32 @llvm.umin.i32(i32, i32)")
+        mctx.declare("declare i32 @llvm.umax.i32(i32, i32)")
     range_latches(f, mctx, bx, by, bz, acc, warp, None if record else (outs or [0])[0], xr, acc_types, before_ret,
-                  row_end, queue.flush_lines(em, "agree") if queue else (), combine)
+                  row_end, flush, combine)
     f.lines[mark:mark] = store_undef_regs(em)
     if rounds:
         assert f.lines[-1] == "  ret i32 %res"
