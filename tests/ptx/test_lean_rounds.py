@@ -4,7 +4,8 @@ comparison's lane-0 operands. Each kernel walks a loop per thread and stores its
 indices; checked against a Python model of every thread (32-bit wrap-around included) and against the tracked
 thread loop, with fresh random starts and limits, poisoned outputs, partial rounds, 1-D and 2-D blocks, ascending
 and descending indices, the comparison either way round, the branch taken or not to stay, and indices that wrap
-inside a round (signed and unsigned)."""
+inside a round (signed and unsigned); and a loop that counts its trips in shared memory (queued atomics) and leaves
+to a barrier rather than the exit."""
 
 import numpy as np
 import pytest
@@ -139,6 +140,88 @@ def test_grid_stride_walks_match_the_model(modules, case, block):
     for name, m in modules[case].items():
         out = np.full(want.size, 0xDEADBEEF, np.uint32)
         m.kernel("walk").launch(grid, block, [out, start, lim, scale])
+        bad = np.flatnonzero(out != want)
+        assert bad.size == 0, f"{name}: {bad.size} of {want.size} differ, first {bad[:4]}: {out[bad[:4]]} " \
+                              f"want {want[bad[:4]]} (start {start}, lim {lim}, grid {grid})"
+
+
+# the same walk counting every trip of the block's threads in shared memory; the loop leaves to a barrier
+COUNTED = """.version 7.0
+.target sm_80
+.address_size 64
+.visible .entry walk(.param .u64 out, .param .u32 start, .param .u32 lim, .param .u32 scale)
+{
+  .reg .pred %p<3>;
+  .reg .b32 %r<16>;
+  .reg .b64 %rd<4>;
+  .shared .align 4 .u32 trips;
+  ld.param.u64 %rd1, [out];
+  ld.param.u32 %r1, [start];
+  ld.param.u32 %r2, [lim];
+  ld.param.u32 %r12, [scale];
+  mov.u32 %r3, %ctaid.x;
+  mov.u32 %r4, %ntid.x;
+  mov.u32 %r5, %tid.x;
+  mov.u32 %r6, %nctaid.x;
+  mov.u32 %r13, %tid.y;
+  or.b32 %r13, %r13, %r5;
+  setp.ne.u32 %p2, %r13, 0;
+  @%p2 bra $INIT;
+  mov.u32 %r14, 0;
+  st.shared.u32 [trips], %r14;
+$INIT:
+  bar.sync 0;
+  mad.lo.s32 %r7, %r3, %r4, %r5;
+  mul.lo.s32 %r8, %r4, %r6;
+  mul.lo.s32 %r8, %r8, %r12;
+  add.s32 %r9, %r1, %r7;
+  mov.u32 %r10, 0;
+  mov.u32 %r11, 0;
+$LOOP:
+  add.s32 %r10, %r10, 1;
+  add.s32 %r11, %r11, %r9;
+  red.shared.add.u32 [trips], 1;
+  add.s32 %r9, %r9, %r8;
+  setp.lt.s32 %p1, %r9, %r2;
+  @%p1 bra $LOOP;
+  bar.sync 0;
+  ld.shared.u32 %r15, [trips];
+  mul.wide.u32 %rd2, %r7, 12;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r10;
+  st.global.u32 [%rd3+4], %r11;
+  st.global.u32 [%rd3+8], %r15;
+  ret;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def counted():
+    saved = lean_rounds.ENABLED
+    try:
+        lean_rounds.ENABLED = True
+        on = ptx.compile(COUNTED)
+        lean_rounds.ENABLED = False
+        off = ptx.compile(COUNTED + "\n// tracked\n")
+    finally:
+        lean_rounds.ENABLED = saved
+    assert "\nlr.fix:" in on.ir and "\nqf.q:" in on.ir and "\nlr.fix:" not in off.ir
+    return {"lean": on, "tracked": off}
+
+
+@pytest.mark.parametrize("block", BLOCKS)
+def test_loop_leaving_to_a_barrier_with_queued_atomics(counted, block):
+    grid = int(RNG.integers(1, 6))
+    threads = grid * block[0]
+    start, lim, _ = _params("lt", threads)
+    walk = _model("lt", grid, block, start, lim, 1).reshape(-1, 2)
+    # every thread of a block (its rows run the same walks) adds its trips to the block's count
+    per_block = walk[:, 0].reshape(grid, block[0]).sum(axis=1, dtype=np.uint64) * block[1] * block[2]
+    want = np.column_stack([walk, np.repeat(per_block.astype(np.uint32), block[0])]).ravel()
+    for name, m in counted.items():
+        out = np.full(want.size, 0xDEADBEEF, np.uint32)
+        m.kernel("walk").launch(grid, block, [out, start, lim, 1])
         bad = np.flatnonzero(out != want)
         assert bad.size == 0, f"{name}: {bad.size} of {want.size} differ, first {bad[:4]}: {out[bad[:4]]} " \
                               f"want {want[bad[:4]]} (start {start}, lim {lim}, grid {grid})"

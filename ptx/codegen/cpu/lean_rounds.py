@@ -143,10 +143,11 @@ def entry_lines(k):
             "  br i1 %ls.c, label %ls.loop, label %ls.done", "ls.done:"]
 
 
-def after_loops(lean, k, bx, ends):
-    """The blocks from label qf.entry to label agree: %mn.r and %mx.r, the threads' smallest and largest next site,
-    from the lane-0 operands; where the scalar test cannot show that all stay, a pass over the threads stores each
-    one's site. ends: [(name, type, alloca)] whose value after the loops is `%name.r`."""
+def after_loops(lean, k, leave, bx, ends, then):
+    """The blocks from label qf.entry on to label `then`: %mn.r and %mx.r, the threads' smallest and largest next
+    site (k where a thread stays, `leave` where it leaves), from the lane-0 operands; where the scalar test cannot show
+    that all stay, a pass over the threads stores each one's site. ends: [(name, type, alloca)] whose value after
+    the loops is `%name.r`."""
     ty = T.llvm_type(lean.ptype)
     w = _WIDTH[lean.ptype]
     signed = T.is_signed(lean.ptype)
@@ -183,7 +184,7 @@ def after_loops(lean, k, bx, ends):
     if stay_cmp:
         out.append(f"  %lr.cs = {stay_cmp.format('%lr.c')}")
         st = "%lr.cs"
-    out += [f"  %lr.site = select i1 {st}, i32 {k}, i32 0", "  %lr.p = getelementptr i32, ptr %soa, i64 %lr.t",
+    out += [f"  %lr.site = select i1 {st}, i32 {k}, i32 {leave}", "  %lr.p = getelementptr i32, ptr %soa, i64 %lr.t",
             "  store i32 %lr.site, ptr %lr.p",
             "  %lr.mnn = call i32 @llvm.umin.i32(i32 %lr.mn, i32 %lr.site)",
             "  %lr.mxn = call i32 @llvm.umax.i32(i32 %lr.mx, i32 %lr.site)",
@@ -192,5 +193,5 @@ def after_loops(lean, k, bx, ends):
             "lr.join:", f"  %mn.r = phi i32 [ {k}, %qf.entry ], [ %lr.mnn, %lr.loop ]",
             f"  %mx.r = phi i32 [ {k}, %qf.entry ], [ %lr.mxn, %lr.loop ]"]
     out += [f"  %{name}.r = load {t}, ptr {ptr}" for name, t, ptr in ends]
-    out.append("  br label %agree")
+    out.append(f"  br label %{then}")
     return out

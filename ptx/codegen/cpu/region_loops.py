@@ -267,8 +267,9 @@ def emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False, 
         em.is_register)
     block_cands = {name for name, _, (_, by_row) in uniform or () if not by_row} if rounds else set()
     # a grid-stride loop's rounds without per-thread bookkeeping (cpu/lean_rounds.py)
+    # (a thread that leaves reaches the one other site: the exit or a barrier after the loop)
     lean = None
-    if rounds and not (masked or warp or queue or steps or xr) and outs == [k, 0] and \
+    if rounds and not (masked or warp or steps or xr) and len(outs) == 2 and k in outs and \
             all(name in block_cands for name, _, _ in uniform):
         lean = lean_rounds.find(flat.body, succ, reach, sync_em.sync_sites[k - 1][4], rounds, uniform,
                                 em.is_register, sync_em.regs)
@@ -491,12 +492,13 @@ def emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False, 
         f.emit("store i32 %site, ptr %sitep" + scopes.mark(0))
     f.emit("%live = icmp ne i32 %site, 0")
     f.emit("%site.k = select i1 %live, i32 %site, i32 -1")
-    flush = queue.flush_lines(em, "agree") if queue else ()
+    flush = queue.flush_lines(em, "agree", "qf.entry" if not lean else "qf.q") if queue else ()
     if lean:
         # what the next round starts from: the last thread's (every thread's) values where the rounds go on
         ends = [(f"un{c}", ty, round_loops.shadow_of(rounds, name) if sx else em.regs[name][1])
                 for c, (name, ty, (sx, _)) in enumerate(uniform)]
-        flush = lean_rounds.after_loops(lean, k, bx, ends)
+        flush = lean_rounds.after_loops(lean, k, next(o for o in outs if o != k), bx, ends,
+                                        "qf.q" if queue else "agree") + list(flush)
         mctx.declare("declare i32 @llvm.umin.i32(i32, i32)")
         mctx.declare("declare i32 @llvm.umax.i32(i32, i32)")
     range_latches(f, mctx, bx, by, bz, acc, warp, None if record else (outs or [0])[0], xr, acc_types, before_ret,

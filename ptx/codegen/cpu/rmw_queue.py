@@ -104,16 +104,16 @@ class RmwQueue:
                 v = f.op(f"load {ty}, ptr %qv.{n}")
                 f.emit(f"store {ty} {v}, ptr {f.op(f'getelementptr {ty}, ptr %qvr.{n}, i64 %t')}")
 
-    def flush_lines(self, em, then):
-        """The loop applying every thread's records in thread order (a thread's in body order), then on to
-        label `then`."""
+    def flush_lines(self, em, then, entry="qf.entry"):
+        """The loop applying every thread's records in thread order (a thread's in body order), from label `entry`
+        on to label `then`."""
         f = em.f
         saved = f.lines, f.terminated
         f.lines, f.terminated = [], True
-        f.label("qf.entry")
+        f.label(entry)
         f.term("br label %qf.loop")
         f.label("qf.loop")
-        f.emit("%qf.i = phi i64 [ 0, %qf.entry ], [ %qf.n, %qf.loop ]")
+        f.emit(f"%qf.i = phi i64 [ 0, %{entry} ], [ %qf.n, %qf.loop ]")
         base = em.shared_raw_base()
         for n, (op, t) in enumerate(self.ops):
             ty = T.llvm_type(t)
