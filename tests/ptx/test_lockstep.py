@@ -1319,19 +1319,24 @@ def test_lockstep_loops_check_their_affine_registers_as_they_run(modules):
     the rounds end get their slots from it. Its rounds are lean (cpu/lean_rounds.py): no thread's site or check in
     the thread loop, but a test of the loop's comparison after it."""
     from ptx.codegen.cpu import lean_rounds, round_loops
+
+    def region(ir):
+        body = ir[ir.index('define internal i32 @"ru1.saxpy"'):]
+        return body[:body.index("\n}\n")]
+
+    def without(switch):
+        saved = switch.ENABLED
+        switch.ENABLED = False
+        try:
+            return _compile(True).ir
+        finally:
+            switch.ENABLED = saved
+
     ir = modules["lockstep"].ir
-    body = ir[ir.index('define internal i32 @"ru1.saxpy"'):]
-    body = body[:body.index("\n}\n")]
+    body = region(ir)
     assert "%uflag = and i32" in body and "%bgood = xor i1" in body and "\nlr.fix:" in body
     assert "%un0.next" not in body and "ptr %sitep" not in body
-    saved = lean_rounds.ENABLED
-    lean_rounds.ENABLED = False
-    try:
-        tracked = _compile(True).ir
-    finally:
-        lean_rounds.ENABLED = saved
-    tracked = tracked[tracked.index('define internal i32 @"ru1.saxpy"'):]
-    tracked = tracked[:tracked.index("\n}\n")]
+    tracked = region(without(lean_rounds))
     assert "%un0.next = and i32" in tracked and "store i32 %site, ptr %sitep" in tracked
     block = ir[ir.index('define i32 @"k.saxpy"'):]
     assert "%fresh = phi i32" in block and "br i1 %fr.1, label %ureg.1, label %ucheck.1" in block
@@ -1343,14 +1348,7 @@ def test_lockstep_loops_check_their_affine_registers_as_they_run(modules):
         return part.replace("store i32 0, ptr %sitep", "").count("store i32")
 
     assert stores(body, "save.1") == 0 and stores(body, "thread.exit") == 0
-    saved = round_loops.ENABLED
-    round_loops.ENABLED = False
-    try:
-        ir = _compile(True).ir
-    finally:
-        round_loops.ENABLED = saved
-    body = ir[ir.index('define internal i32 @"ru1.saxpy"'):]
-    body = body[:body.index("\n}\n")]
+    body = region(without(round_loops))
     assert "\nround:" not in body and stores(body, "thread.exit") > 0
 
 

@@ -124,8 +124,8 @@ def note(em, plan, lean):
     ty = T.llvm_type(lean.ptype)
     if not lean.a_ptr:
         lean.a_ptr, lean.b_ptr = f.alloca(ty), f.alloca(ty)
-    f.emit(f"store {ty} {round_loops._lane0(em, plan, lean.a, ty)}, ptr {lean.a_ptr}")
-    f.emit(f"store {ty} {round_loops._lane0(em, plan, lean.b, ty)}, ptr {lean.b_ptr}")
+    f.emit(f"store {ty} {round_loops.lane0_value(em, plan, lean.a, ty)}, ptr {lean.a_ptr}")
+    f.emit(f"store {ty} {round_loops.lane0_value(em, plan, lean.b, ty)}, ptr {lean.b_ptr}")
 
 
 def _icmp(lean):
@@ -133,14 +133,6 @@ def _icmp(lean):
     if cmp in INT_CMP:
         return INT_CMP[cmp]
     return (SIGNED_CMP if T.is_signed(lean.ptype) else UNSIGNED_CMP)[cmp]
-
-
-def entry_lines(k):
-    """Once a call, before its rounds: every thread's site word k, which a round where all stay leaves as it is."""
-    return ["  br label %ls.loop", "ls.loop:", "  %ls.t = phi i64 [ 0, %entry ], [ %ls.n, %ls.loop ]",
-            "  %ls.p = getelementptr i32, ptr %soa, i64 %ls.t", f"  store i32 {k}, ptr %ls.p",
-            "  %ls.n = add nuw i64 %ls.t, 1", "  %ls.c = icmp ult i64 %ls.n, %n64",
-            "  br i1 %ls.c, label %ls.loop, label %ls.done", "ls.done:"]
 
 
 def after_loops(lean, k, leave, bx, ends, then):
@@ -167,6 +159,8 @@ def after_loops(lean, k, leave, bx, ends, then):
     if stay_cmp:
         out += [f"  %lr.s0 = {stay_cmp.format('%lr.c0')}", f"  %lr.s1 = {stay_cmp.format('%lr.c1')}"]
         s0, s1 = "%lr.s0", "%lr.s1"
+    # all stay: every thread's site word still holds k, as when the region was called (the block calls this
+    # variant only when every thread's site is k, and a round that changes one goes through lr.fix)
     out += [f"  %lr.both = and i1 {s0}, {s1}", "  %lr.in = and i1 %lr.lo, %lr.hi",
             "  %lr.all = and i1 %lr.both, %lr.in", "  br i1 %lr.all, label %lr.join, label %lr.fix",
             # each thread's own comparison, as it made it (wrapping as its register did)

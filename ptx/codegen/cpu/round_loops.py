@@ -255,7 +255,7 @@ def shadow_of(plan, name):
     return plan.shadows[name][1]
 
 
-def _lane0(em, plan, op, ty):
+def lane0_value(em, plan, op, ty):
     """Operand op's lane-0 value as LLVM type ty (its own width)."""
     f = em.f
     if isinstance(op, A.Imm):
@@ -293,7 +293,7 @@ def emit_shadow(em, st, plan):
     ops, op, mods = st.operands[1:], st.opcode, st.mods
 
     def sh(o, t=ty):
-        return _lane0(em, plan, o, t)
+        return lane0_value(em, plan, o, t)
 
     if op in ("mov", "cvta"):
         v = sh(ops[0])
@@ -347,7 +347,7 @@ def note_load(em, st, plan):
     if key in plan.seen or len(plan.sites) >= MAX_SITES or em.regs.get(addr.base, ("",))[0] != "i64":
         return
     plan.seen.add(key)
-    a = _lane0(em, plan, A.Reg(addr.base), "i64")
+    a = lane0_value(em, plan, A.Reg(addr.base), "i64")
     if addr.offset:
         a = em.f.op(f"add i64 {a}, {addr.offset}")
     ptr = em.f.alloca("i64")
