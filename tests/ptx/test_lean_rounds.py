@@ -1,11 +1,11 @@
 """Lean rounds (ptx/codegen/cpu/lean_rounds.py): a grid-stride loop whose only way out is a branch on an affine
 comparison runs its rounds without per-thread bookkeeping, and works out each thread's next site from the
 comparison's lane-0 operands. Each kernel walks a loop per thread and stores its trip count and the sum of its
-indices; checked against a Python model of every thread (32-bit wrap-around included) and against the tracked
-thread loop, with fresh random starts and limits, poisoned outputs, partial rounds, 1-D and 2-D blocks, ascending
-and descending indices, the comparison either way round, the branch taken or not to stay, and indices that wrap
-inside a round (signed and unsigned); and a loop that counts its trips in shared memory (queued atomics) and leaves
-to a barrier rather than the exit."""
+indices; checked against a Python model of every thread (wrap-around included) and against the tracked thread loop,
+with fresh random starts and limits, poisoned outputs, partial rounds, 1-D and 2-D blocks, 32- and 64-bit indices,
+ascending and descending ones, the comparison either way round, the branch taken or not to stay, and indices that
+wrap inside a round (signed and unsigned); and a loop that counts its trips in shared memory (queued atomics) and
+leaves to a barrier rather than the exit."""
 
 import numpy as np
 import pytest
@@ -47,12 +47,55 @@ $LOOP:
 }}
 """
 
+# the same walk with a 64-bit index, widened from the 32-bit thread id as nvcc does for a size_t one
+TEMPLATE64 = """.version 7.0
+.target sm_80
+.address_size 64
+.visible .entry walk(.param .u64 out, .param .u64 start, .param .u64 lim, .param .u64 scale)
+{{
+  .reg .pred %p<2>;
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<16>;
+  ld.param.u64 %rd1, [out];
+  ld.param.u64 %rd4, [start];
+  ld.param.u64 %rd5, [lim];
+  ld.param.u64 %rd12, [scale];
+  mov.u32 %r3, %ctaid.x;
+  mov.u32 %r4, %ntid.x;
+  mov.u32 %r5, %tid.x;
+  mov.u32 %r6, %nctaid.x;
+  mad.lo.s32 %r7, %r3, %r4, %r5;
+  cvt.u64.u32 %rd6, %r7;
+  mul.lo.s32 %r1, %r4, %r6;
+  cvt.u64.u32 %rd7, %r1;
+  mul.lo.s64 %rd8, %rd7, %rd12;
+  mad.lo.s64 %rd9, %rd6, {slope}, %rd4;
+  mov.u64 %rd10, 0;
+  mov.u64 %rd11, 0;
+$LOOP:
+  add.s64 %rd10, %rd10, 1;
+  add.s64 %rd11, %rd11, %rd9;
+  add.s64 %rd9, %rd9, %rd8;
+{test}
+  mul.wide.u32 %rd2, %r7, 16;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.v2.u64 [%rd3], {{%rd10, %rd11}};
+  ret;
+}}
+"""
+
 M32 = (1 << 32) - 1
+M64 = (1 << 64) - 1
 
 
 def _s32(v):
     v &= M32
     return v - (1 << 32) if v >> 31 else v
+
+
+def _s64(v):
+    v &= M64
+    return v - (1 << 64) if v >> 63 else v
 
 
 # name: (the loop's test, its slope in %tid.x, the step's multiple of the grid's threads, the model's stay test)
@@ -68,7 +111,18 @@ CASES = {
     # lanes a quarter of the range apart: a round's first and last lane can stay while lanes between them wrap
     # and leave (the step is about 2^27 whatever the grid)
     "wide_slope": ("  setp.hs.u32 %p1, %r9, %r2;\n  @%p1 bra $LOOP;", 1 << 30, None, lambda i, lim: (i & M32) >= lim),
+    # 64-bit indices (TEMPLATE64)
+    "lt64": ("  setp.lt.s64 %p1, %rd9, %rd5;\n  @%p1 bra $LOOP;", 1, 1, lambda i, lim: _s64(i) < _s64(lim)),
+    "descending64": ("  setp.gt.s64 %p1, %rd9, %rd5;\n  @%p1 bra $LOOP;", -3, -3,
+                     lambda i, lim: _s64(i) > _s64(lim)),
+    "unsigned_wrap64": ("  setp.hs.u64 %p1, %rd9, %rd5;\n  @%p1 bra $LOOP;", 1, 1, lambda i, lim: i >= lim),
+    "signed_wrap64": ("  setp.gt.s64 %p1, %rd9, %rd5;\n  @%p1 bra $LOOP;", 1, 1,
+                      lambda i, lim: _s64(i) > _s64(lim)),
 }
+
+
+def _bits(case):
+    return 64 if case.endswith("64") else 32
 
 RNG = np.random.default_rng()
 BLOCKS = [(64, 1, 1), (256, 1, 1), (33, 1, 1), (8, 4, 1), (1, 1, 1), (100, 1, 1)]
@@ -80,29 +134,31 @@ def _params(case, threads):
     scale = CASES[case][2]
     if case == "wide_slope":
         return r(1 << 31, 1 << 32), 1 << 31, max(1, (1 << 27) // threads)
-    if case == "descending":
+    bits = _bits(case)
+    if case.startswith("descending"):
         start = r(-500, 500)
         return start, start - r(1, 120 * threads), scale
-    if case == "unsigned_wrap":
-        return (1 << 32) - r(1, 20 * threads), 1 << 31, scale
-    if case == "signed_wrap":
-        return (1 << 31) - r(1, 20 * threads), r(-1000, 1000), scale
+    if case.startswith("unsigned_wrap"):
+        return (1 << bits) - r(1, 20 * threads), 1 << (bits - 1), scale
+    if case.startswith("signed_wrap"):
+        return (1 << (bits - 1)) - r(1, 20 * threads), r(-1000, 1000), scale
     start = r(-500, 500)
     return start, start + r(1, 40 * threads), scale
 
 
 def _model(case, grid, block, start, lim, scale):
     _, slope, _, stay = CASES[case]
+    mask = M64 if _bits(case) == 64 else M32
     threads = grid * block[0]
     step = threads * scale
-    out = np.zeros(2 * threads, np.uint32)
+    out = np.zeros(2 * threads, np.uint64 if mask == M64 else np.uint32)
     for g in range(threads):
-        i, count, total = (start + g * slope) & M32, 0, 0
+        i, count, total = (start + g * slope) & mask, 0, 0
         while True:
             count += 1
-            total = (total + i) & M32
-            i = (i + step) & M32
-            if not stay(i, lim & M32):
+            total = (total + i) & mask
+            i = (i + step) & mask
+            if not stay(i, lim & mask):
                 break
         out[2 * g], out[2 * g + 1] = count, total
     return out
@@ -112,7 +168,7 @@ def _model(case, grid, block, start, lim, scale):
 def modules():
     got = {}
     for case, (test, slope, _, _) in CASES.items():
-        src = TEMPLATE.format(slope=slope, test=test)
+        src = (TEMPLATE64 if _bits(case) == 64 else TEMPLATE).format(slope=slope, test=test)
         saved = lean_rounds.ENABLED
         try:
             lean_rounds.ENABLED = True
@@ -138,7 +194,7 @@ def test_grid_stride_walks_match_the_model(modules, case, block):
     start, lim, scale = _params(case, grid * block[0])
     want = _model(case, grid, block, start, lim, scale)
     for name, m in modules[case].items():
-        out = np.full(want.size, 0xDEADBEEF, np.uint32)
+        out = np.full(want.size, 0xDEADBEEF, want.dtype)
         m.kernel("walk").launch(grid, block, [out, start, lim, scale])
         bad = np.flatnonzero(out != want)
         assert bad.size == 0, f"{name}: {bad.size} of {want.size} differ, first {bad[:4]}: {out[bad[:4]]} " \

@@ -17,9 +17,9 @@ ENABLED = True          # tests compare with the tracked thread loop
 # orderings: a comparison of an affine value with a uniform one is the same for every lane between two that agree
 _ORDERED = frozenset(["lt", "le", "gt", "ge", "lo", "ls", "hi", "hs"])
 _MIRROR = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "lo": "hi", "ls": "hs", "hi": "lo", "hs": "ls"}
-# 32-bit comparisons: their last lane's value is worked out exactly in 64 bits (a 64-bit index with an exact slope
-# in %tid.x is rare: nvcc widens a 32-bit one, which round_loops only approximates)
-_WIDTH = {"s32": 32, "u32": 32, "b32": 32}
+# the comparison's width; its last lane's value is worked out exactly in twice that (i128 only adds and compares:
+# no library call)
+_WIDTH = {"s32": 32, "u32": 32, "b32": 32, "s64": 64, "u64": 64, "b64": 64}
 
 
 @dataclass
@@ -147,13 +147,16 @@ def after_loops(lean, k, leave, bx, ends, then):
     lo, hi = (-(1 << (w - 1)), (1 << (w - 1)) - 1) if signed else (0, (1 << w) - 1)
     pred = _icmp(lean)
     stay_cmp = "" if lean.stay_if else "xor i1 {}, true"
+    wide = f"i{2 * w}"
+    # (the slope times the last lane's %tid.x fits 64 bits: below 2^31 times 1024)
     out = ["qf.entry:", f"  %lr.a = load {ty}, ptr {lean.a_ptr}", f"  %lr.b = load {ty}, ptr {lean.b_ptr}",
            f"  %lr.bx = zext i32 {bx} to i64", "  %lr.l = sub i64 %lr.bx, 1",
-           f"  %lr.d = mul i64 %lr.l, {lean.slope}", f"  %lr.a0 = {ext} {ty} %lr.a to i64",
-           "  %lr.e = add i64 %lr.a0, %lr.d",
+           f"  %lr.d = mul i64 %lr.l, {lean.slope}", f"  %lr.a0 = {ext} {ty} %lr.a to {wide}",
+           f"  %lr.dw = {'sext i64 %lr.d to ' + wide if w == 64 else 'add i64 %lr.d, 0'}",
+           f"  %lr.e = add {wide} %lr.a0, %lr.dw",
            # the last lane's value does not wrap: every lane's lies between the first's and the last's
-           f"  %lr.lo = icmp sge i64 %lr.e, {lo}", f"  %lr.hi = icmp sle i64 %lr.e, {hi}",
-           f"  %lr.en = trunc i64 %lr.e to {ty}",
+           f"  %lr.lo = icmp sge {wide} %lr.e, {lo}", f"  %lr.hi = icmp sle {wide} %lr.e, {hi}",
+           f"  %lr.en = trunc {wide} %lr.e to {ty}",
            f"  %lr.c0 = icmp {pred} {ty} %lr.a, %lr.b", f"  %lr.c1 = icmp {pred} {ty} %lr.en, %lr.b"]
     s0, s1 = "%lr.c0", "%lr.c1"
     if stay_cmp:

@@ -383,3 +383,37 @@ def prefetch_lines(plan, membase, bx):
                   f"  br i1 %pfm.{n}, label %pfl.{n}, label %{nxt}"]
     lines.append("round.body:")
     return phis, lines
+
+
+def round_blocks(em, k, uniform, stale, bx, reg_off, plan):
+    """A rounds region's first blocks and last lines: the next round starts from the bases the
+    threads that stay agreed on (%unC.r), after the prefetches of the one after it; when the rounds end, the threads
+    still at the yield get their slots of the block-wide candidates the round wrote (`stale`: not stored as it
+    went), from the same bases."""
+    head = ["round:"]
+    for c, (name, ty, (_, by_row)) in enumerate(uniform):
+        if not by_row:
+            head.append(f"  %rb.{c} = phi {ty} [ %rb0.{c}, %entry ], [ %un{c}.r, %round.next ]")
+    if plan.sites:
+        em.m.declare("declare void @llvm.prefetch.p0(ptr, i32, i32, i32)")
+        em.m.declare("declare i64 @llvm.umin.i64(i64, i64)")
+    phis, lines = prefetch_lines(plan, em.mem_base() if plan.sites else None, bx)
+    head += phis + lines + ["  store i32 1, ptr %uflp", "  br label %tz.head"]
+    tail = ["  %rd.go = icmp ne i32 %uflag, 0", "  br i1 %rd.go, label %round.next, label %mat.loop",
+            "round.next:", "  br label %round",
+            "mat.loop:", "  %mt = phi i64 [ 0, %agree ], [ %mt.n, %mat.next ]",
+            "  %ms.p = getelementptr i32, ptr %soa, i64 %mt", "  %ms = load i32, ptr %ms.p",
+            f"  %ms.k = icmp eq i32 %ms, {k}", "  br i1 %ms.k, label %mat.st, label %mat.next",
+            "mat.st:", "  %mt32 = trunc i64 %mt to i32", f"  %mtx = urem i32 %mt32, {bx}"]
+    for c, (name, ty, (sx, _)) in enumerate(uniform):
+        if name not in stale:
+            continue
+        tx = "%mtx" if ty == "i32" else f"%mtx.{c}"
+        if ty != "i32":
+            tail.append(f"  {tx} = zext i32 %mtx to {ty}")
+        tail += [f"  %mm.{c} = mul {ty} {tx}, {sx}", f"  %mv.{c} = add {ty} %un{c}.r, %mm.{c}",
+                 f"  %mo.{c} = mul i64 %n64, {reg_off[name]}", f"  %mb.{c} = getelementptr i8, ptr %soa, i64 %mo.{c}",
+                 f"  %mp.{c} = getelementptr {ty}, ptr %mb.{c}, i64 %mt", f"  store {ty} %mv.{c}, ptr %mp.{c}"]
+    tail += ["  br label %mat.next", "mat.next:", "  %mt.n = add nuw i64 %mt, 1", "  %mt.c = icmp ult i64 %mt.n, %n64",
+             "  br i1 %mt.c, label %mat.loop, label %mat.out", "mat.out:", "  ret i32 %res"]
+    return head, tail
