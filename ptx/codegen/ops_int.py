@@ -614,6 +614,15 @@ FLOAT_CMP = {"eq": "oeq", "ne": "one", "lt": "olt", "le": "ole", "gt": "ogt", "g
 CMP_NAMES = set(INT_CMP) | set(SIGNED_CMP) | set(FLOAT_CMP)
 
 
+def int_predicate(cmp, t):
+    """LLVM's icmp predicate for PTX comparison `cmp` on integer type t, or None where it has none."""
+    if cmp in INT_CMP:
+        return INT_CMP[cmp]
+    if cmp in SIGNED_CMP:
+        return SIGNED_CMP[cmp] if T.is_signed(t) else UNSIGNED_CMP[cmp]
+    return None
+
+
 def compare(em, ins, cmp, t, a, b):
     f = em.f
     if T.is_float(t):
@@ -623,11 +632,8 @@ def compare(em, ins, cmp, t, a, b):
             a, b = ftz(em, a, t), ftz(em, b, t)
         return f.op(f"fcmp {FLOAT_CMP[cmp]} {ty} {a}, {b}")
     ty = T.llvm_type(t)
-    if cmp in INT_CMP:
-        pred = INT_CMP[cmp]
-    elif cmp in SIGNED_CMP:
-        pred = SIGNED_CMP[cmp] if T.is_signed(t) else UNSIGNED_CMP[cmp]
-    else:
+    pred = int_predicate(cmp, t)
+    if pred is None:
         semantic(ins, f"comparison .{cmp} on an integer type")
     return f.op(f"icmp {pred} {ty} {a}, {b}")
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from ptx import ast as A
 from ptx.codegen import ptxtypes as T
-from ptx.codegen.ops_int import INT_CMP, SIGNED_CMP, UNSIGNED_CMP
+from ptx.codegen.ops_int import int_predicate
 from ptx.codegen.cpu import round_loops
 from ptx.passes.liveness import defs_uses
 
@@ -17,6 +17,7 @@ ENABLED = True          # tests compare with the tracked thread loop
 # orderings: a comparison of an affine value with a uniform one is the same for every lane between two that agree
 _ORDERED = frozenset(["lt", "le", "gt", "ge", "lo", "ls", "hi", "hs"])
 _MIRROR = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "lo": "hi", "ls": "hs", "hi": "lo", "hs": "ls"}
+_NEGATE = {"lt": "ge", "le": "gt", "gt": "le", "ge": "lt", "lo": "hs", "ls": "hi", "hi": "ls", "hs": "lo"}
 # the comparison's width; its last lane's value is worked out exactly in twice that (i128 only adds and compares:
 # no library call)
 _WIDTH = {"s32": 32, "u32": 32, "b32": 32, "s64": 64, "u64": 64, "b64": 64}
@@ -27,10 +28,10 @@ class LeanExit:
     setp: int           # statement index of the comparison
     a: A.Operand        # its affine side (slope `slope` in %tid.x)
     b: A.Operand        # its uniform side
-    cmp: str            # a cmp b, PTX's name (mirrored where the affine value was on the right)
+    cmp: str            # a cmp b keeps a thread in the loop, PTX's name (mirrored where the affine value was on the
+    #                     right, negated where the branch stays on false)
     ptype: str          # the comparison's type (s32, u64, ...)
     slope: int
-    stay_if: bool       # the comparison's result that keeps a thread in the loop
     a_ptr: str = ""     # allocas of its lane-0 operands, set each round at the comparison
     b_ptr: str = ""
 
@@ -54,15 +55,8 @@ def find(body, succ, reach, idx, plan, cands, is_reg, regs):
            for i in cyc):
         return None
     # the branch is on every way round: without it the loop cannot come back to idx
-    seen, stack = set(), [j for j in succ[idx] if j in cyc]
-    while stack:
-        i = stack.pop()
-        if i in seen or i == ib:
-            continue
-        if i == idx:
-            return None
-        seen.add(i)
-        stack.extend(j for j in succ[i] if j in cyc)
+    if idx in _walk(succ[idx], succ, cyc, {idx, ib}):
+        return None
     pred = br.guard[0]
     j = ib - 1          # the comparison defines the predicate in the same straight run of statements
     while j >= 0 and isinstance(body[j], A.Instruction) and pred not in defs_uses(body[j], is_reg)[0]:
@@ -73,7 +67,7 @@ def find(body, succ, reach, idx, plan, cands, is_reg, regs):
     if st.opcode != "setp" or st.guard is not None or len(st.operands) != 3 or not isinstance(st.operands[0], A.Reg):
         return None
     ts = T.types_in(st.mods)
-    cmp = next((m for m in st.mods if m in INT_CMP or m in SIGNED_CMP), None)
+    cmp = next((m for m in st.mods if m in _ORDERED), None)
     if len(ts) != 1 or ts[0] not in _WIDTH or cmp not in _ORDERED or set(st.mods) - {cmp, ts[0]}:
         return None
     a, b = st.operands[1:]
@@ -82,10 +76,8 @@ def find(body, succ, reach, idx, plan, cands, is_reg, regs):
         a, b, sa, sb, cmp = b, a, sb, sa, _MIRROR[cmp]
     if not (isinstance(sa, int) and 0 < abs(sa) < 1 << 31 and sb == 0 and isinstance(a, A.Reg) and is_reg(a.name)):
         return None
-    # (round_loops.make_shadows gives it a lane-0 shadow)
-    shadowed = a.name in {name for name, _, _ in cands} or any(
-        isinstance(body[i], A.Instruction) and a.name in defs_uses(body[i], is_reg)[0] for i in cyc)
-    if plan.lane0.of(a) != sa or not shadowed:
+    names = {name for name, _, _ in cands}
+    if plan.lane0.of(a) != sa or a.name not in round_loops.shadowed(plan, body, names, is_reg):
         return None
     ty = T.llvm_type(ts[0])
     if regs.get(a.name, (None,))[0] != ty or isinstance(b, A.Reg) and regs.get(b.name, (None,))[0] != ty:
@@ -101,21 +93,27 @@ def find(body, succ, reach, idx, plan, cands, is_reg, regs):
     if (ib + 1 in cyc) == stay_taken:
         return None
     # nothing the next round starts from changes on the way back after the branch (the last thread's values are
-    # then every thread's, whether it stayed or not)
-    stay = ib + 1 if not stay_taken else taken
-    after, stack = set(), [stay]
-    while stack:
-        i = stack.pop()
-        if i in after or i == idx or i not in cyc:
-            continue
-        after.add(i)
-        stack.extend(succ[i])
-    # (nor on a leaving thread's way to the exit)
-    names = {name for name, _, _ in cands}
+    # then every thread's, whether it stayed or not), nor on a leaving thread's way to the exit
+    after = _walk([ib + 1 if not stay_taken else taken], succ, cyc, {idx}) - {idx}
     if any(isinstance(body[i], A.Instruction) and defs_uses(body[i], is_reg)[0] & names
            for i in after | (set(reach) - cyc)):
         return None
-    return LeanExit(j, a, b, cmp, ts[0], sa, stay_taken != br.guard[1])
+    if stay_taken == br.guard[1]:
+        cmp = _NEGATE[cmp]      # the thread stays where the comparison is false
+    return LeanExit(j, a, b, cmp, ts[0], sa)
+
+
+def _walk(starts, succ, within, stops) -> set:
+    """The statements of `within` reachable from `starts`; a statement of `stops` is reached but not gone past."""
+    seen, stack = set(), [i for i in starts if i in within]
+    while stack:
+        i = stack.pop()
+        if i in seen:
+            continue
+        seen.add(i)
+        if i not in stops:
+            stack.extend(j for j in succ[i] if j in within)
+    return seen
 
 
 def note(em, plan, lean):
@@ -128,13 +126,6 @@ def note(em, plan, lean):
     f.emit(f"store {ty} {round_loops.lane0_value(em, plan, lean.b, ty)}, ptr {lean.b_ptr}")
 
 
-def _icmp(lean):
-    cmp = lean.cmp
-    if cmp in INT_CMP:
-        return INT_CMP[cmp]
-    return (SIGNED_CMP if T.is_signed(lean.ptype) else UNSIGNED_CMP)[cmp]
-
-
 def after_loops(lean, k, leave, bx, ends, then):
     """The blocks from label qf.entry on to label `then`: %mn.r and %mx.r, the threads' smallest and largest next
     site (k where a thread stays, `leave` where it leaves), from the lane-0 operands; where the scalar test cannot show
@@ -145,26 +136,24 @@ def after_loops(lean, k, leave, bx, ends, then):
     signed = T.is_signed(lean.ptype)
     ext = "sext" if signed else "zext"
     lo, hi = (-(1 << (w - 1)), (1 << (w - 1)) - 1) if signed else (0, (1 << w) - 1)
-    pred = _icmp(lean)
-    stay_cmp = "" if lean.stay_if else "xor i1 {}, true"
+    pred = int_predicate(lean.cmp, lean.ptype)
     wide = f"i{2 * w}"
     # (the slope times the last lane's %tid.x fits 64 bits: below 2^31 times 1024)
     out = ["qf.entry:", f"  %lr.a = load {ty}, ptr {lean.a_ptr}", f"  %lr.b = load {ty}, ptr {lean.b_ptr}",
            f"  %lr.bx = zext i32 {bx} to i64", "  %lr.l = sub i64 %lr.bx, 1",
-           f"  %lr.d = mul i64 %lr.l, {lean.slope}", f"  %lr.a0 = {ext} {ty} %lr.a to {wide}",
-           f"  %lr.dw = {'sext i64 %lr.d to ' + wide if w == 64 else 'add i64 %lr.d, 0'}",
-           f"  %lr.e = add {wide} %lr.a0, %lr.dw",
-           # the last lane's value does not wrap: every lane's lies between the first's and the last's
-           f"  %lr.lo = icmp sge {wide} %lr.e, {lo}", f"  %lr.hi = icmp sle {wide} %lr.e, {hi}",
-           f"  %lr.en = trunc {wide} %lr.e to {ty}",
-           f"  %lr.c0 = icmp {pred} {ty} %lr.a, %lr.b", f"  %lr.c1 = icmp {pred} {ty} %lr.en, %lr.b"]
-    s0, s1 = "%lr.c0", "%lr.c1"
-    if stay_cmp:
-        out += [f"  %lr.s0 = {stay_cmp.format('%lr.c0')}", f"  %lr.s1 = {stay_cmp.format('%lr.c1')}"]
-        s0, s1 = "%lr.s0", "%lr.s1"
+           f"  %lr.d = mul i64 %lr.l, {lean.slope}", f"  %lr.a0 = {ext} {ty} %lr.a to {wide}"]
+    d = "%lr.d"
+    if wide != "i64":
+        out.append(f"  %lr.dw = sext i64 %lr.d to {wide}")
+        d = "%lr.dw"
+    out += [f"  %lr.e = add {wide} %lr.a0, {d}",
+            # the last lane's value does not wrap: every lane's lies between the first's and the last's
+            f"  %lr.lo = icmp sge {wide} %lr.e, {lo}", f"  %lr.hi = icmp sle {wide} %lr.e, {hi}",
+            f"  %lr.en = trunc {wide} %lr.e to {ty}",
+            f"  %lr.c0 = icmp {pred} {ty} %lr.a, %lr.b", f"  %lr.c1 = icmp {pred} {ty} %lr.en, %lr.b"]
     # all stay: every thread's site word still holds k, as when the region was called (the block calls this
     # variant only when every thread's site is k, and a round that changes one goes through lr.fix)
-    out += [f"  %lr.both = and i1 {s0}, {s1}", "  %lr.in = and i1 %lr.lo, %lr.hi",
+    out += ["  %lr.both = and i1 %lr.c0, %lr.c1", "  %lr.in = and i1 %lr.lo, %lr.hi",
             "  %lr.all = and i1 %lr.both, %lr.in", "  br i1 %lr.all, label %lr.join, label %lr.fix",
             # each thread's own comparison, as it made it (wrapping as its register did)
             "lr.fix:", "  br label %lr.loop", "lr.loop:",
@@ -176,12 +165,8 @@ def after_loops(lean, k, leave, bx, ends, then):
     if ty != "i32":
         out.append(f"  %lr.xw = zext i32 %lr.x to {ty}")
     out += [f"  %lr.m = mul {ty} {x}, {lean.slope}", f"  %lr.v = add {ty} %lr.a, %lr.m",
-            f"  %lr.c = icmp {pred} {ty} %lr.v, %lr.b"]
-    st = "%lr.c"
-    if stay_cmp:
-        out.append(f"  %lr.cs = {stay_cmp.format('%lr.c')}")
-        st = "%lr.cs"
-    out += [f"  %lr.site = select i1 {st}, i32 {k}, i32 {leave}", "  %lr.p = getelementptr i32, ptr %soa, i64 %lr.t",
+            f"  %lr.c = icmp {pred} {ty} %lr.v, %lr.b",
+            f"  %lr.site = select i1 %lr.c, i32 {k}, i32 {leave}", "  %lr.p = getelementptr i32, ptr %soa, i64 %lr.t",
             "  store i32 %lr.site, ptr %lr.p",
             "  %lr.mnn = call i32 @llvm.umin.i32(i32 %lr.mn, i32 %lr.site)",
             "  %lr.mxn = call i32 @llvm.umax.i32(i32 %lr.mx, i32 %lr.site)",

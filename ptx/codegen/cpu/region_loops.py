@@ -499,8 +499,6 @@ def emit_region_fn(func, flat, mctx, sync_em, k, live, succ, remat, warp=False, 
                 for c, (name, ty, (sx, _)) in enumerate(uniform)]
         flush = lean_rounds.after_loops(lean, k, next(o for o in outs if o != k), bx, ends,
                                         "qf.q" if queue else "agree") + list(flush)
-        mctx.declare("declare i32 @llvm.umin.i32(i32, i32)")
-        mctx.declare("declare i32 @llvm.umax.i32(i32, i32)")
     range_latches(f, mctx, bx, by, bz, acc, warp, None if record else (outs or [0])[0], xr, acc_types, before_ret,
                   row_end, flush, combine)
     f.lines[mark:mark] = store_undef_regs(em)

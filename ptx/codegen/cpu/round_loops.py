@@ -238,17 +238,22 @@ def barrier_loop_proof(body, succ, idx, cands, live_k, remat, is_reg) -> bool:
     return all(sl.val.get(name, sx) == sx and (name in by_row or name not in varying) for name, sx in slope.items())
 
 
-def make_shadows(em, plan, body, cands):
-    """The shadows of the registers with a nonzero slope that the loop defines or that enter it (`cands`), made
-    before the body is emitted: an instruction that updates its own operand (`add r, r, s`) reads the old shadow."""
+def shadowed(plan, body, cands, is_reg) -> list:
+    """The registers with a nonzero slope that the loop defines or that enter it (`cands`): those make_shadows
+    gives a shadow."""
     names = set(cands)
     for i in plan.cyc:
         if isinstance(body[i], A.Instruction):
-            names |= defs_uses(body[i], em.is_register)[0]
-    for name in sorted(names):
-        if plan.lane0.of(A.Reg(name)):
-            ty = em.reg(name)[0]
-            plan.shadows[name] = (ty, em.f.alloca(ty))
+            names |= defs_uses(body[i], is_reg)[0]
+    return [name for name in sorted(names) if plan.lane0.of(A.Reg(name))]
+
+
+def make_shadows(em, plan, body, cands):
+    """The shadows of `shadowed` registers, made before the body is emitted: an instruction that updates its own
+    operand (`add r, r, s`) reads the old shadow."""
+    for name in shadowed(plan, body, cands, em.is_register):
+        ty = em.reg(name)[0]
+        plan.shadows[name] = (ty, em.f.alloca(ty))
 
 
 def shadow_of(plan, name):
