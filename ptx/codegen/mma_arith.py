@@ -29,12 +29,15 @@ class Num:
 
 
 def decode(em, raw, ty):
-    """Num of a raw element: i8 for e4m3/e5m2, i16 for f16/bf16, i32 for tf32 (its low 13 bits unused) and
-    f32."""
+    """Num of a raw element: i8 for e4m3/e5m2 and fp6/fp4 containers, i4 for packed fp4, i16 for f16/bf16, i32
+    for tf32 (its low 13 bits unused) and f32."""
     f = em.f
     if ty in ("e4m3", "e5m2"):
         # the hardware's exponent estimate is the widened f16's: an .e4m3 subnormal is an f16 normal
         return decode(em, fp8_to_f16(em, raw, ty), "f16")
+    if ty in ("e3m2", "e2m3", "e2m1", "e2m1p"):      # fp6/fp4 (mma_kinds): exact in f16 too
+        from ptx.codegen.mma_kinds import narrow_to_f16
+        return decode(em, narrow_to_f16(em, raw, ty), "f16")
     eb, mb, bias = FLOATS[ty]
     if ty == "f16":
         v = f.op(f"fpext half {f.op(f'bitcast i16 {raw} to half')} to double")

@@ -9,7 +9,7 @@ import re
 from functools import lru_cache
 
 BITS = {"f16": 16, "bf16": 16, "tf32": 32, "f32": 32, "f64": 64, "e4m3": 8, "e5m2": 8, "s8": 8, "u8": 8,
-        "s4": 4, "u4": 4, "b1": 1, "s32": 32}
+        "s4": 4, "u4": 4, "b1": 1, "s32": 32, "e3m2": 8, "e2m3": 8, "e2m1": 8, "e2m1p": 4}
 
 
 def shape_mnk(shape):
@@ -169,7 +169,10 @@ def wmma_layout(shape, mat, ty):
 # sparsity selectors each form accepts
 SPARSE_SHAPES = {"f16": {"m16n8k16": 4, "m16n8k32": 2}, "bf16": {"m16n8k16": 4, "m16n8k32": 2},
                  "tf32": {"m16n8k8": 4, "m16n8k16": 2}, "s8": {"m16n8k32": 2, "m16n8k64": 1},
-                 "u8": {"m16n8k32": 2, "m16n8k64": 1}}
+                 "u8": {"m16n8k32": 2, "m16n8k64": 1}, "e4m3": {"m16n8k64": 1}, "e5m2": {"m16n8k64": 1},
+                 "s4": {"m16n8k64": 2, "m16n8k128": 1}, "u4": {"m16n8k64": 2, "m16n8k128": 1},
+                 "e3m2": {"m16n8k64": 1}, "e2m3": {"m16n8k64": 1}, "e2m1": {"m16n8k64": 1},
+                 "e2m1p": {"m16n8k128": 1}}
 
 
 def _half_k(shape):
@@ -187,29 +190,31 @@ def sparse_layout(shape, mat, ty):
     m, n, k = shape_mnk(shape)
     if mat == "a":
         return mma_layout(_half_k(shape), "a", ty)
-    if mat == "b" and BITS[ty] == 8:
-        return _lanes(lambda g, t, i, _: (4 * t + i % 4 + 16 * (i // 4), g), k * n // 32)
+    if mat == "b" and BITS[ty] <= 8:      # the dense pattern of half the k, continued
+        per = 32 // BITS[ty]
+        return _lanes(lambda g, t, i, _: (per * t + i % per + 4 * per * (i // per), g), k * n // 32)
     return mma_layout(shape, mat, ty)
 
 
 def sparse_groups(shape, ty):
-    """Metadata nibbles per row of A: a group of four columns each (.tf32: a pair each)."""
+    """Metadata nibbles per row of A: a group of four columns each (.tf32: a pair each; 4-bit types: eight, in
+    pairs)."""
     k = shape_mnk(shape)[2]
-    return k // 2 if ty == "tf32" else k // 4
+    return k // 2 if ty == "tf32" else k // 8 if BITS[ty] == 4 else k // 4
 
 
 @lru_cache(maxsize=None)
 def metadata_layout(shape, ty, selector):
     """[32][8]: the (row, group) whose column indices each nibble of a lane's metadata word holds (None: a nibble
     this selector does not read). 16-bit and .tf32 forms: each lane of the chosen ones holds four groups of rows g
-    and g + 8; 8-bit forms: eight groups of one row."""
+    and g + 8; 8- and 4-bit forms: eight groups of one row."""
     m = shape_mnk(shape)[0]
     groups = sparse_groups(shape, ty)
     out = [[None] * 8 for _ in range(32)]
     for r in range(m):
         g, hi = r % 8, r // 8
         for q in range(groups):
-            if BITS[ty] == 8:
+            if BITS[ty] <= 8:
                 lane, nib = 4 * g + 2 * (selector + q // 8) + hi, q % 8
             else:
                 lane, nib = 4 * g + selector * (groups // 4) + q // 4, 4 * hi + q % 4

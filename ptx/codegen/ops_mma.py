@@ -11,6 +11,7 @@ from functools import lru_cache
 
 from ptx import ast as A
 from ptx.codegen import mma_arith as M
+from ptx.codegen import mma_kinds as KD
 from ptx.codegen import mma_layouts as L
 from ptx.codegen.function_emitter import FunctionEmitter, handles, semantic, unsupported
 from ptx.codegen.ops_warp import lane_constant
@@ -32,6 +33,7 @@ ACCUMULATORS = {"f16": ("f16", "f32"), "bf16": ("f32",), "tf32": ("f32",), "f64"
                 "u8": ("s32",), "s4": ("s32",), "u4": ("s32",), "b1": ("s32",), "e4m3": ("f16", "f32"),
                 "e5m2": ("f16", "f32")}
 FP8 = ("e4m3", "e5m2")
+INTS = ("s8", "u8", "s4", "u4")
 
 
 class Form:
@@ -48,9 +50,14 @@ class Form:
         self.sparse = None
         if not self.wmma and ("sp" in mods or "sp::ordered_metadata" in mods):
             ops = ins.operands
-            if len(ops) != 6 or not isinstance(ops[5], A.Imm):
+            scaled = 4 if "block_scale" in mods else 0
+            if len(ops) != 6 + scaled or not isinstance(ops[5], A.Imm):
                 semantic(ins, "mma.sp needs d, a, b, c, e and an immediate sparsity selector")
             self.sparse = ops[5].value
+        self.kind = self.scale = None
+        kind_types = None
+        if not self.wmma and any(m.startswith("kind::") for m in mods):
+            mods, kind_types = KD.parse(self, ins, mods)
         shapes = [m for m in mods if L.shape_mnk(m)]
         odd = [m for m in mods if m not in known and not L.shape_mnk(m)]
         if odd or len(shapes) != 1 or "sync" not in mods or "aligned" not in mods:
@@ -58,7 +65,7 @@ class Form:
         self.shape = shapes[0]
         self.m, self.n, self.k = L.shape_mnk(self.shape)
         lays = [m for m in mods if m in LAYOUTS]
-        types = [m for m in mods if m in ELEM_TYPES]
+        types = list(kind_types) if kind_types else [m for m in mods if m in ELEM_TYPES]
         if self.wmma and len(types) == 2:
             types = [types[0], "f16", "f16", types[1]]
         if len(lays) != 2 or len(types) != 4:
@@ -68,7 +75,10 @@ class Form:
         self.sat = "satfinite" in mods
         self.rnd = next((m for m in mods if m in RNDS), None)
         self.bitop = next((m for m in ("xor", "and") if m in mods), None)
-        self._check(ins)
+        if self.kind is None:
+            self._check(ins)
+        elif self.sparse is not None and not 0 <= self.sparse < L.SPARSE_SHAPES[self.at][self.shape]:
+            semantic(ins, f"sparsity selector {self.sparse} of mma.sp.{self.shape}.kind::{self.kind} is not 0")
 
     def _check(self, ins):
         at, bt, ct, dt, shape = self.at, self.bt, self.ct, self.dt, self.shape
@@ -93,20 +103,21 @@ class Form:
             unsupported(ins)
 
     def _check_sparse(self, ins):
-        """The mma.sp forms whose layouts were measured (.e4m3/.e5m2 and 4-bit ones are not: refused)."""
+        """The mma.sp forms ptxas takes for sm_80..sm_90 (.e4m3/.e5m2: .f32 only)."""
         at, bt, ct, dt = self.at, self.bt, self.ct, self.dt
         selectors = L.SPARSE_SHAPES.get(at, {}).get(self.shape)
-        same_ab = at == bt or {at, bt} <= {"s8", "u8"}
+        same_ab = at == bt or any({at, bt} <= set(kind) for kind in (("s8", "u8"), ("s4", "u4"), FP8))
         ok = selectors is not None and same_ab and ct == dt and ct in ACCUMULATORS[at]
         ok = ok and (self.alayout, self.blayout) == ("row", "col") and self.rnd is None and self.bitop is None
-        ok = ok and (not self.sat or at in ("s8", "u8"))
+        ok = ok and (not self.sat or at in ("s8", "u8", "s4", "u4")) and (at not in FP8 or ct == "f32")
         if not ok:
             unsupported(ins)
         if not 0 <= self.sparse < selectors:
             semantic(ins, f"sparsity selector {self.sparse} of mma.sp.{self.shape}.{at} is not 0..{selectors - 1}")
 
     def key(self):
-        return (self.wmma, self.shape, self.at, self.bt, self.ct, self.dt, self.alayout, self.blayout, self.sparse)
+        return (self.wmma, self.shape, self.at, self.bt, self.ct, self.dt, self.alayout, self.blayout, self.sparse,
+                self.kind, self.scale)
 
 
 # ------------------------------------------------------------------ fragments and the exchange plan
@@ -125,7 +136,7 @@ class Frag:
 
 def fragments(key):
     """(A, B, C, D) fragments of a form; mma.sp's also its metadata word's (E)."""
-    wmma, shape, at, bt, ct, dt, al, bl, sparse = key
+    wmma, shape, at, bt, ct, dt, al, bl, sparse = key[:9]
     if sparse is not None:
         frag = lambda mat, ty: Frag(L.sparse_layout(shape, mat, ty), ty, L.sparse_regs(shape, mat, ty), 32)
         meta = L.metadata_layout(shape, at, sparse)
@@ -162,10 +173,16 @@ class Plan:
         if not key[0] and key[1] == "m8n8k4" and key[2] == "f16":
             m, n, k = 8, 8, 4
         self.k = k
-        base = {"a": 0, "b": fa.words, "c": fa.words + fb.words, "e": fa.words + fb.words + fc.words}
-        self.offered = fa.words + fb.words + fc.words + (fe.words if fe else 0)
+        mats = [("a", fa), ("b", fb), ("c", fc)] + ([("e", fe)] if fe else [])
+        scaled = key[10] is not None
+        if scaled:      # block scaling: each lane's scale-A and scale-B words, as cells (quad, lane in quad), and
+            quad = Frag([[(lane // 4, lane % 4)] for lane in range(32)], "s32", 1, 32)      # its selectors
+            mats += [("sa", quad), ("sb", quad), ("sel", quad)]
+        base, self.offered = {}, 0
+        for mat, fr in mats:
+            base[mat], self.offered = self.offered, self.offered + fr.words
         holder = {}
-        for mat, fr in (("a", fa), ("b", fb), ("c", fc)) + ((("e", fe),) if fe else ()):
+        for mat, fr in mats:
             for lane, slots in enumerate(fr.layout):
                 for s, rc in enumerate(slots):
                     w, sub = fr.place(s)
@@ -199,12 +216,17 @@ class Plan:
                                                                                                     else k)]
             bcol = [request("b", lambda lane, q=q: (q, rc(lane)[1]), fb.bits == 64) for q in range(k)]
             c = request("c", rc, fc.bits == 64)
+            meta = scales = None
             if sparse:
                 meta = [request("e", lambda lane, q=q: (rc(lane)[0], q), False)
                         for q in range(L.sparse_groups(key[1], key[2]))]
-                self.slots.append((arow, bcol, c, meta))
-            else:
-                self.slots.append((arow, bcol, c))
+            if scaled:
+                hi = {rc(lane)[0] // 8 for lane in range(32)}
+                assert len(hi) == 1, "a D slot's rows straddle the two halves"
+                scales = ([request("sa", lambda lane, j=j: (rc(lane)[0] % 8, j), False) for j in range(4)],
+                          [request("sb", lambda lane, j=j: (rc(lane)[1], j), False) for j in range(4)],
+                          request("sel", lambda lane: (lane // 4, lane % 4), False), hi.pop())
+            self.slots.append((arow, bcol, c, meta, scales))
 
 
 @lru_cache(maxsize=None)
@@ -295,30 +317,48 @@ def _sparse_pairs(em, form, els, arow, bcol, meta):
     bits = L.BITS[at]
     pairs = []
     for j, areq in enumerate(arow):
-        nib = f.op(f"zext i4 {els.raw(meta[j if at == 'tf32' else j // 2], 4)} to i32")
         if at == "tf32":        # 0b0100 / 0b1110: the first or the second of pair j, counted in 16-bit halves
+            nib = f.op(f"zext i4 {els.raw(meta[j], 4)} to i32")
             idx, cands = f.op(f"and i32 {f.op(f'lshr i32 {nib}, 1')}, 1"), bcol[2 * j:2 * j + 2]
+        elif bits == 4:         # groups of eight columns in pairs: elements 4q, 4q+1 are the pair the low 2 bits
+            #                     name, 4q+2, 4q+3 the pair the high 2 bits name
+            nib = f.op(f"zext i4 {els.raw(meta[j // 4], 4)} to i32")
+            idx = f.op(f"and i32 {f.op(f'lshr i32 {nib}, {2 * (j % 4 // 2)}')}, 3")
+            cands = [bcol[8 * (j // 4) + 2 * p + j % 2] for p in range(4)]
         else:                   # the low 2 bits index the group's first stored element, the high 2 its second
+            nib = f.op(f"zext i4 {els.raw(meta[j // 2], 4)} to i32")
             idx = f.op(f"and i32 {f.op(f'lshr i32 {nib}, {2 * (j % 2)}')}, 3")
             cands = bcol[4 * (j // 2):4 * (j // 2) + 4]
         b = els.raw(cands[0], bits)
         for i, c in enumerate(cands[1:], 1):
             b = f.op(f"select i1 {f.op(f'icmp eq i32 {idx}, {i}')}, i{bits} {els.raw(c, bits)}, i{bits} {b}")
-        if at in ("s8", "u8"):
-            ext = lambda raw, ty: f.op(f"{'sext' if ty[0] == 's' else 'zext'} i8 {raw} to i32")
-            pairs.append((_int_elem(em, els, areq, at), ext(b, bt)))
+        if at in INTS:
+            pairs.append((_int_elem(em, els, areq, at), f.op(f"{'sext' if bt[0] == 's' else 'zext'} i{bits} {b} to i32")))
         else:
             pairs.append((_float_elem(em, els, areq, at), M.decode(em, b, bt)))
     return pairs
 
 
-def compute_slot(em, form, pl, els, arow, bcol, creq, meta=None):
+def compute_slot(em, form, pl, els, arow, bcol, creq, meta=None, scales=None):
     """The D element of one slot: iN bits of the D type."""
     f = em.f
     at, bt, ct, dt = form.at, form.bt, form.ct, form.dt
-    ints = ("s8", "u8", "s4", "u4")
+    ints = INTS
+    if form.kind:               # sm_120's kinds: one grid sum of the (scaled) products
+        nvec = form.scale[0] if form.scale else 1
+        if meta is not None:
+            # stored element j lies in the group of dense columns around 2j
+            pairs, chunk_of = _sparse_pairs(em, form, els, arow, bcol, meta), lambda j: 2 * j * nvec // pl.k
+        else:
+            pairs = [(_float_elem(em, els, a, at), _float_elem(em, els, b, bt)) for a, b in zip(arow, bcol)]
+            chunk_of = lambda q: q * nvec // pl.k
+        if scales is not None:
+            pairs = KD.scaled_pairs(em, form, pairs, chunk_of, scales, lambda req: els.word(req[0][0]))
+        return M.tensor_dot(em, pairs, _float_elem(em, els, creq, ct), "f32" if dt == "f32" else "f16-acc")
     if meta is not None:        # mma.sp: the same sums as the dense forms', over the stored columns
         pairs = _sparse_pairs(em, form, els, arow, bcol, meta)
+        if at in FP8:
+            return M.fp8_dot(em, pairs, els.raw(creq, 32), dt)
     elif at == "b1":
         if any(sa != q % 32 for q, (_, sa) in enumerate(arow)) or \
                 any(sb != q % 32 for q, (_, sb) in enumerate(bcol)):
@@ -413,14 +453,19 @@ def lower_mma(em, ins):
     pl = plan(form.key())
     fa, fb, fc, fd = pl.frags[:4]
     ops = ins.operands
-    if len(ops) != (6 if form.sparse is not None else 4):
-        semantic(ins, "needs d, a, b, c" + (", e, f" if form.sparse is not None else ""))
+    n_sparse = 2 if form.sparse is not None else 0
+    if len(ops) != 4 + n_sparse + (4 if form.scale else 0):
+        semantic(ins, "needs d, a, b, c" + (", e, f" if n_sparse else "") +
+                 (", scale-a-data, {byte-id-a, thread-id-a}, scale-b-data, {byte-id-b, thread-id-b}" if form.scale
+                  else ""))
     d = _vector(ins, ops[0], fd.regs, "d")
     words = []
     for op, fr, what in ((ops[1], fa, "a"), (ops[2], fb, "b"), (ops[3], fc, "c")):
         words += read_words(em, _vector(ins, op, fr.regs, what), fr.reg_bits)
     if form.sparse is not None:
         words.append(em.read(ops[4], "b32"))        # the metadata word
+    if form.scale:
+        words += _scale_words(em, ins, form, ops[4 + n_sparse:])
     fn = _compute_fn(em, form, pl)
     f = em.f
 
@@ -436,10 +481,26 @@ def lower_mma(em, ins):
     em.exchange_words(words, pl.sources, then, room=fd.words)
 
 
+def _scale_words(em, ins, form, ops):
+    """Block scaling's offered words: scale-a-data, scale-b-data and the four selectors, a byte each (byte-id-a,
+    thread-id-a, byte-id-b, thread-id-b from the low byte up)."""
+    f = em.f
+    sels, imms = [], []
+    for op in (ops[1], ops[3]):
+        pair = _vector(ins, op, 2, "a {byte-id, thread-id} selector")
+        imms.append(tuple(x.value if isinstance(x, A.Imm) else None for x in pair))
+        for x in pair:
+            v = f.op(f"zext i16 {em.read(x, 'b16')} to i32")
+            sels.append(f.op(f"and i32 {v}, 255"))
+    KD.check_selectors(form, ins, imms)
+    word = "0"
+    for i, v in enumerate(sels):
+        word = f.op(f"or i32 {word}, {f.op(f'shl i32 {v}, {8 * i}')}")
+    return [em.read(ops[0], "b32"), em.read(ops[2], "b32"), word]
+
+
 @handles("mma")
 def op_mma(em, ins):
-    if any(m.startswith("kind") or m == "block_scale" for m in ins.mods):
-        unsupported(ins)
     lower_mma(em, ins)
 
 

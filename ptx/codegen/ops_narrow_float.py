@@ -69,7 +69,7 @@ def _encode(em, x, fmt, relu):
     return f.op(f"select i1 {is_nan}, i32 {fmt.nan if fmt.nan is not None else fmt.maxcode}, i32 {code}")
 
 
-def _decode(em, code, fmt, relu):
+def decode_half(em, code, fmt, relu):
     """The half (exact) of `code` (i32 holding one value) in `fmt`."""
     f = em.f
     mag_mask = (1 << (fmt.e + fmt.m)) - 1
@@ -128,8 +128,8 @@ def _cvt_narrow(em, ins, dt, st):
         if "rn" not in mods or "satfinite" in mods:
             semantic(ins, f"cvt from .{st} takes .rn (and .relu) only")
         v = f.op(f"zext i{2 * fmt.lane} {em.read(ins.operands[1], f'b{2 * fmt.lane}')} to i32")
-        lo = _decode(em, f.op(f"and i32 {v}, {(1 << fmt.lane) - 1}"), fmt, relu)
-        hi = _decode(em, f.op(f"lshr i32 {v}, {fmt.lane}"), fmt, relu)
+        lo = decode_half(em, f.op(f"and i32 {v}, {(1 << fmt.lane) - 1}"), fmt, relu)
+        hi = decode_half(em, f.op(f"lshr i32 {v}, {fmt.lane}"), fmt, relu)
         hi32, lo32 = f.op(f"zext i16 {hi} to i32"), f.op(f"zext i16 {lo} to i32")
         r = f.op(f"or i32 {f.op(f'shl i32 {hi32}, 16')}, {lo32}")
         em.write(ins.operands[0], r, "b32")

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 FULL = os.environ.get("ZLUDA_EMU_FULL") == "1"
 INSTR = "tests/ptx/test_instr_{}.py"
 INSTR_FILES = ("warp", "atomic", "barrier", "mem", "control", "int", "bits", "cmp", "sreg", "transcendental",
-               "float", "cvt", "half", "mma", "wmma", "ldmatrix", "tex", "texref")
+               "float", "cvt", "half", "mma", "mma_sparse", "mma_kinds", "wmma", "ldmatrix", "tex", "texref")
 CORPUS = "tests/amdgpu/emulated/corpus_cases.py"
 
 # Not the emulator's fault: the AMD backend refuses these (PTXUnsupportedError naming them; KNOWN_UNSUPPORTED).
@@ -102,6 +102,7 @@ def _jobs():
             why_left_out="the other directed-rounding cases: the same rounding-mode gap as add_rm/fma_rz"),
         Job("sreg", g, [INSTR.format("sreg")], gaps=gaps),
         Job("tensor cores", g, [INSTR.format(f) for f in ("mma", "wmma", "ldmatrix")], gaps=gaps),
+        Job("sparse and sm_120 mma", g, [INSTR.format(f) for f in ("mma_sparse", "mma_kinds")]),
         Job("textures", g, [INSTR.format("tex"), INSTR.format("texref")]),
         Job("corpus", g, [CORPUS]),
         Job("warp+barrier+mem (cumode)", g + ":cumode", [INSTR.format(f) for f in ("warp", "barrier", "mem")],

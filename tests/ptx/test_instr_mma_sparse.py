@@ -23,16 +23,25 @@ ANSWERS = json.loads((Path(__file__).resolve().parents[1] / "data" / "nvidia_mma
 KS = K.KernelSet(target="sm_90")
 
 
+def _split(form):
+    """(variant, shape, 'row.col' types) of an answers key: 'm16n8k128.satfinite.s32.s4.u4.s32' or
+    'm16n8k128.ordered.s32...' (sp::ordered_metadata)."""
+    shape, rest = form.split(".", 1)
+    if rest.startswith("ordered."):
+        return "sp::ordered_metadata", shape, rest[len("ordered."):]
+    return "sp", shape, rest
+
+
 def _regs(form):
-    shape, _dt, at, _bt, ct = form.split(".")
+    _v, shape, types = _split(form)
+    _dt, at, _bt, ct = types.split(".")[-4:]
     k = R.shape_mnk(shape)[2]
-    wide_a = {"f16": 2, "bf16": 2, "tf32": 4, "s8": 1}[at] * k // 16    # words of A: k/2 elements of 16 lanes
-    na = max(2, wide_a)
+    na = k * R.BITS[at] // 128          # k/2 stored columns of 16 rows over 32 lanes; B the same count
     nc = 2 if ct == "f16" else 4
     return na, na, nc
 
 
-def sparse_kernel(name, form, selector, variant="sp"):
+def sparse_kernel(name, form, selector, variant=None):
     """in: per thread a, b, c words and the metadata word; out: d words. One warp per trial."""
     na, nb, nc = _regs(form)
     ra, da = MK._regs("ra", na, False)
@@ -44,17 +53,27 @@ def sparse_kernel(name, form, selector, variant="sp"):
     lines.append(f"mul.wide.u32 %off, %gt, {n_in * 4};\nadd.u64 %base, %p0, %off;")
     for i, r in enumerate(ra + rb + rc + ["%meta"]):
         lines.append(f"ld.global.b32 {r}, [%base+{i * 4}];")
-    shape, types = form.split(".", 1)
-    lines.append(f"mma.{variant}.sync.aligned.{shape}.row.col.{types} {{{', '.join(rd)}}}, {{{', '.join(ra)}}}, {{{', '.join(rb)}}}, "
-                 f"{{{', '.join(rc)}}}, %meta, {selector};")
+    var, shape, types = _split(form)
+    lines.append(f"mma.{variant or var}.sync.aligned.{shape}.row.col.{types} {{{', '.join(rd)}}}, "
+                 f"{{{', '.join(ra)}}}, {{{', '.join(rb)}}}, {{{', '.join(rc)}}}, %meta, {selector};")
     lines.append(f"mul.wide.u32 %off, %gt, {nc * 4};\nadd.u64 %base, %p1, %off;")
     for i, r in enumerate(rd):
         lines.append(f"st.global.b32 [%base+{i * 4}], {r};")
     return "\n".join(lines + ["ret;", "}"])
 
 
-NAMES = {(form, int(sel)): KS.add(K.kname("mmasp", form, sel), sparse_kernel(K.kname("mmasp", form, sel), form, sel))
-         for form, sels in ANSWERS.items() if not form.endswith("e4m3.f32") for sel in sels}
+def _add(form, sel):
+    name = K.kname("mmasp", form, sel)
+    return KS.add(name, sparse_kernel(name, form, sel))
+
+
+NAMES = {(form, int(sel)): _add(form, sel) for form, sels in ANSWERS.items() for sel in sels if sel.isdigit()}
+# integer forms checked against numpy with fresh values (form, selectors)
+INT_FORMS = [("m16n8k32.s32.s8.s8.s32", 2), ("m16n8k32.satfinite.s32.u8.s8.s32", 2), ("m16n8k64.s32.u8.u8.s32", 1),
+             ("m16n8k64.s32.s4.s4.s32", 2), ("m16n8k64.satfinite.s32.u4.s4.s32", 2),
+             ("m16n8k128.s32.u4.u4.s32", 1), ("m16n8k128.satfinite.s32.s4.u4.s32", 1),
+             ("m16n8k128.ordered.s32.s4.s4.s32", 1)]
+INT_NAMES = {(form, sel): NAMES.get((form, sel)) or _add(form, sel) for form, n in INT_FORMS for sel in range(n)}
 
 
 def _words(trials, form):
@@ -93,7 +112,7 @@ def _meta_cell(shape, ty, sel, r, q):
     generator's copy (ptx/codegen/mma_layouts.py)."""
     m, n, k = R.shape_mnk(shape)
     g, hi = r % 8, r // 8
-    if ty == "s8":
+    if R.BITS[ty] <= 8:
         return 4 * g + 2 * (sel + q // 8) + hi, q % 8
     groups = k // 2 if ty == "tf32" else k // 4
     return 4 * g + sel * (groups // 4) + q // 4, 4 * hi + q % 4
@@ -151,11 +170,63 @@ def test_sparse_is_dense_on_expanded_a(shape, ty, selector, rng):
     assert np.array_equal(out, want), f"{int(np.sum(out != want))} of 128 D words differ from the dense product's"
 
 
+def _sparse_b_layout(k, bits):
+    """B of mma.sp with 8- or 4-bit elements (ISA: one register per k/4 rows, each holding a lane's
+    consecutive elements)."""
+    per = 32 // bits
+    return [[(per * (lane % 4) + i % per + 4 * per * (i // per), lane // 4) for i in range(k * 8 // 32)]
+            for lane in range(32)]
+
+
+@pytest.mark.parametrize("form,selector", sorted(INT_NAMES))
+def test_integer_forms_against_numpy(form, selector, rng):
+    """Fresh random values over each type's whole range, and C near the s32 limits: D = A*B + C of A expanded by
+    its metadata (8-bit: 2 of each 4 columns; 4-bit: 2 of each 4 column pairs), wrapped or (.satfinite) clamped."""
+    _v, shape, types = _split(form)
+    _dt, at, bt, _ct = types.split(".")[-4:]
+    m, n, k = R.shape_mnk(shape)
+    bits = R.BITS[at]
+    span = lambda ty: (-(1 << (bits - 1)), 1 << (bits - 1)) if ty[0] == "s" else (0, 1 << bits)
+    comp = rng.integers(*span(at), size=(m, k // 2)).tolist()
+    bm = rng.integers(*span(bt), size=(k, n)).tolist()
+    cm = rng.integers(-2 ** 31, 2 ** 31, size=(m, n))
+    cm[::3] = np.clip(cm[::3], 2 ** 31 - 600, None)           # rows whose sums overflow upward
+    cm[1::3] = np.clip(cm[1::3], None, -2 ** 31 + 600)        # and downward
+    pairs = [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)]
+    meta = [0] * 32
+    dense = np.zeros((m, k), np.int64)
+    per_group = 2 if bits == 8 else 4
+    for r in range(m):
+        for q in range(k // (4 * per_group // 2)):
+            i0, i1 = pairs[int(rng.integers(6))]
+            lane, nib = _meta_cell(shape, at, selector, r, q)
+            meta[lane] |= (i0 | i1 << 2) << (4 * nib)
+            stored = comp[r][per_group * q:per_group * (q + 1)]
+            if bits == 8:
+                dense[r, 4 * q + i0], dense[r, 4 * q + i1] = stored
+            else:
+                dense[r, 8 * q + 2 * i0:8 * q + 2 * i0 + 2] = stored[:2]
+                dense[r, 8 * q + 2 * i1:8 * q + 2 * i1 + 2] = stored[2:]
+    a_words = R.from_matrix(comp, R.mma_layout(f"m{m}n{n}k{k // 2}", "a", at), bits)
+    b_words = R.from_matrix(bm, _sparse_b_layout(k, bits), bits)
+    c_words = R.from_matrix(cm.tolist(), R.mma_layout(shape, "c", "s32"), 32)
+    words = np.concatenate([a_words, b_words, c_words, np.array(meta, np.uint32)[:, None]], axis=1)
+    out = K.poison((32, 4), np.uint32, rng)
+    K.launch(KS.kernel(INT_NAMES[(form, selector)]), 1, 32, [np.ascontiguousarray(words), out])
+    exact = dense @ np.array(bm, np.int64) + cm
+    if "satfinite" in form:
+        exact = np.clip(exact, -2 ** 31, 2 ** 31 - 1)
+    want = R.from_matrix((exact & 0xFFFFFFFF).tolist(), R.mma_layout(shape, "c", "s32"), 32)
+    assert np.array_equal(out, want), f"{int(np.sum(out != want))} of 128 D words differ"
+
+
 @pytest.mark.parametrize("body, why", [
     ("mma.sp.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%r0,%r1,%r2,%r3}, {%r4,%r5}, {%r6,%r7}, "
      "{%r0,%r1,%r2,%r3}, %r8, 4;", "sparsity selector 4"),
     ("mma.sp.sync.aligned.m16n8k32.row.col.f32.f16.f16.f32 {%r0,%r1,%r2,%r3}, {%r4,%r5,%r6,%r7}, "
      "{%r4,%r5,%r6,%r7}, {%r0,%r1,%r2,%r3}, %r8, 2;", "sparsity selector 2"),
+    ("mma.sp.sync.aligned.m16n8k128.row.col.s32.s4.s4.s32 {%r0,%r1,%r2,%r3}, {%r4,%r5,%r6,%r7}, "
+     "{%r4,%r5,%r6,%r7}, {%r0,%r1,%r2,%r3}, %r8, 1;", "sparsity selector 1"),
     ("mma.sp.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%r0,%r1,%r2,%r3}, {%r4,%r5}, {%r6,%r7}, "
      "{%r0,%r1,%r2,%r3}, %r8, %r9;", "immediate sparsity selector"),
 ])
@@ -165,11 +236,12 @@ def test_bad_selectors_are_errors(body, why):
         ptx.compile(text)
 
 
-def test_unmeasured_forms_are_refused():
-    """.e4m3 (its two-step rounding over the stored columns was not measured) and 4-bit forms: NOT_SUPPORTED."""
-    for body in ("mma.sp.sync.aligned.m16n8k64.row.col.f32.e4m3.e4m3.f32 {%r0,%r1,%r2,%r3}, {%r4,%r5,%r6,%r7}, "
-                 "{%r4,%r5,%r6,%r7}, {%r0,%r1,%r2,%r3}, %r8, 0;",
-                 "mma.sp.sync.aligned.m16n8k128.row.col.s32.s4.s4.s32 {%r0,%r1,%r2,%r3}, {%r4,%r5,%r6,%r7}, "
+def test_forms_ptxas_refuses_are_refused():
+    """ptxas (CUDA 13.0, sm_90) takes .e4m3/.e5m2 mma.sp with .f32 accumulators only, and no mixed 8- and 4-bit
+    types: these are NOT_SUPPORTED."""
+    for body in ("mma.sp.sync.aligned.m16n8k64.row.col.f16.e4m3.e4m3.f16 {%r0,%r1}, {%r4,%r5,%r6,%r7}, "
+                 "{%r4,%r5,%r6,%r7}, {%r0,%r1}, %r8, 0;",
+                 "mma.sp.sync.aligned.m16n8k64.row.col.s32.s8.s4.s32 {%r0,%r1,%r2,%r3}, {%r4,%r5,%r6,%r7}, "
                  "{%r4,%r5,%r6,%r7}, {%r0,%r1,%r2,%r3}, %r8, 0;"):
         text = f"{MK.HEADER}.visible .entry k()\n{{\n.reg .b32 %r<10>;\n{body}\nret;\n}}\n"
         with pytest.raises(ptx.PTXUnsupportedError):
