@@ -2,8 +2,8 @@
 block-scaled .kind::mxf8f6f4 / .kind::mxf4 / .kind::mxf4nvf4, D = (A * scale_A) * (B * scale_B) + C, dense and
 sparse (mma.sp::ordered_metadata). Which forms exist, the elements' decoding, and where each scale factor comes
 from. The ISA leaves the accumulation's order and rounding unspecified and no sm_120 was at hand to measure:
-these forms use one grid sum (mma_arith.tensor_dot), which an identity scale leaves unchanged, as the hardware's
-.kind::f8f6f4 and .kind::mxf8f6f4 agree on it."""
+these forms use one grid sum (mma_arith.tensor_dot), which an identity scale leaves unchanged (on sm_120a,
+.kind::mxf8f6f4 with unit scales is reported to give .kind::f8f6f4's products bit for bit)."""
 
 from __future__ import annotations
 
@@ -51,9 +51,8 @@ def parse(form, ins, mods):
         unsupported(ins)
     form.kind = kind
     form.scale = (int(vec[0]), stypes[0]) if block else None
-    packed = kind in ("mxf4", "mxf4nvf4")
-    form.elem_types = (at, bt)
-    at, bt = (PACKED_FP4, PACKED_FP4) if packed else (at, bt)
+    if kind in ("mxf4", "mxf4nvf4"):
+        at = bt = PACKED_FP4
     drop = {f"kind::{kind}", "block_scale", *(f"scale_vec::{v}" for v in vecs), *stypes}
     out = [m for m in mods if m not in drop and m not in types]
     return out, (dt, at, bt, ct)
