@@ -89,10 +89,14 @@ ORDERED = KS.add("mmasp_ordered", sparse_kernel("mmasp_ordered", "m16n8k32.f32.b
                                                 "sp::ordered_metadata"))
 
 
-@pytest.mark.parametrize("form,selector", sorted(NAMES) + [("m16n8k32.f32.bf16.bf16.f32", "ordered")])
+RANDOM = sorted((form, "random") for form, sels in ANSWERS.items() if "random" in sels)
+
+
+@pytest.mark.parametrize("form,selector", sorted(NAMES) + [("m16n8k32.f32.bf16.bf16.f32", "ordered")] + RANDOM)
 def test_recorded_answers(form, selector, rng):
-    """(.sp::ordered_metadata: the same products; the recorded metadata is ordered, as it requires)"""
-    kern = KS.kernel(ORDERED if selector == "ordered" else NAMES[(form, selector)])
+    """(.sp::ordered_metadata: the same products; the recorded metadata is ordered, as it requires. "random": the
+    .e4m3/.e5m2 warps of random finite values, whose sums round, with selector 0)"""
+    kern = KS.kernel(ORDERED if selector == "ordered" else NAMES[(form, 0 if selector == "random" else selector)])
     rec = ANSWERS[form]["1" if selector == "ordered" else str(selector)]
     assert rec["error"] == 0
     words = _words(rec["trials"], form)
