@@ -162,9 +162,10 @@ def wmma_layout(shape, mat, ty):
 
 # ------------------------------------------------------------------ mma.sp (measured on an H100)
 # scripts/nvidia_mma_sp_probe.cu's answers (tests/data/nvidia_mma_sp_answers.json) fit these exactly: A's compressed
-# fragment is the dense A fragment of half the k, B and C/D are the dense ones (8-bit B at k64 continues the k32
-# pattern), and the metadata word's nibbles, each the two 2-bit column indices of a row's group of four (.tf32: one
-# index of a pair, in 16-bit halves: 0b0100 the first, 0b1110 the second), sit as metadata_layout says.
+# fragment is the dense A fragment of half the k, B and C/D are the dense ones (8-bit B at k64 and 4-bit B at k128
+# continue the pattern of half the k), and the metadata word's nibbles, each the two 2-bit column indices of a
+# row's group of four (4-bit types: of a pair of columns among four pairs; .tf32: one index of a pair, in 16-bit
+# halves: 0b0100 the first, 0b1110 the second), sit as metadata_layout says.
 
 # sparsity selectors each form accepts
 SPARSE_SHAPES = {"f16": {"m16n8k16": 4, "m16n8k32": 2}, "bf16": {"m16n8k16": 4, "m16n8k32": 2},

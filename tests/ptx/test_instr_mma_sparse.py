@@ -1,8 +1,9 @@
-"""mma.sp (2:4 structured sparse A): every form an NVIDIA H100 ran (tests/data/nvidia_mma_sp_answers.json, from
-scripts/nvidia_mma_sp_probe.cu), each sparsity selector, each recorded warp replayed bit for bit (every lane's D
-registers, outputs poisoned); with fresh random values, a sparse product equals the dense mma.sync of A expanded
-by its metadata (the same products: the dense forms' arithmetic is checked against an H200 in test_instr_mma.py);
-and the forms and selectors ptxas refuses, or that were not measured, are refused."""
+"""mma.sp (2:4 structured sparse A; 4:8 in pairs for 4-bit types): every form an NVIDIA H100 ran
+(tests/data/nvidia_mma_sp_answers.json, from scripts/nvidia_mma_sp_probe.cu), each sparsity selector, each
+recorded warp replayed bit for bit (every lane's D registers, outputs poisoned; .e4m3/.e5m2 also on random values
+whose sums round); with fresh random values, a sparse product equals the dense mma.sync of A expanded by its
+metadata (the same products: the dense forms' arithmetic is checked against an H200 in test_instr_mma.py) and
+every integer form equals numpy's; and the forms and selectors ptxas refuses are refused."""
 
 from __future__ import annotations
 
