@@ -94,8 +94,9 @@ def _placeholder_stub(what) -> bytes:
 
 
 def _run(cmd, what):
+    from ptx.runtime.build import compiler_env
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True)
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=compiler_env())
     except OSError as e:
         raise PTXError(f"linking {what}: {cmd[0]}: {e}") from None
     if proc.returncode != 0:

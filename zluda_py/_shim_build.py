@@ -343,7 +343,9 @@ def _compiler() -> list:
 
 def _run(cmd) -> None:
     import subprocess
-    p = subprocess.run(cmd, capture_output=True, text=True)
+    # (an empty environment has no PATH, and gcc finds its linker on PATH)
+    env = None if os.environ.get("PATH") else dict(os.environ, PATH="/usr/local/bin:/usr/bin:/bin")
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if p.returncode != 0:
         raise RuntimeError(f"building the shim failed: {' '.join(cmd)}\n{p.stdout}{p.stderr}")
 

@@ -161,3 +161,12 @@ def test_rdc_sample_on_a_device_newer_than_the_device_runtimes_ptx(built_samples
                            str(built_samples / "default" / "dynamic_parallelism")], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0 and proc.stdout.strip().endswith("PASS"), proc.stdout[-2000:] + proc.stderr[-2000:]
+
+
+def test_sample_runs_with_an_empty_environment(built_samples, shim_libdir, tmp_path):
+    """A program started with no environment at all (`env -i`): no PATH, on which gcc finds its linker; the kernel
+    cache off, so the kernels are compiled and linked in that process."""
+    env = {"ZLUDA_JIT_CACHE": "0", "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, "-m", "zluda_py.cli", "run", "--", str(built_samples / "ptx" / "vector_add")],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT)
+    assert proc.returncode == 0 and proc.stdout.strip().endswith("PASS"), proc.stdout[-2000:] + proc.stderr[-2000:]
