@@ -8,6 +8,7 @@ these forms use one grid sum (mma_arith.tensor_dot), which an identity scale lea
 from __future__ import annotations
 
 from ptx.codegen import mma_arith as M
+from ptx.codegen import mma_layouts as L
 from ptx.codegen.function_emitter import semantic, unsupported
 
 NARROW = ("e4m3", "e5m2", "e3m2", "e2m3", "e2m1")
@@ -37,7 +38,7 @@ def parse(form, ins, mods):
     stypes = [m for m in mods if m in SCALE_TYPES]
     block = "block_scale" in mods
     types = [m for m in mods if m in NARROW or m in ("f16", "f32")]
-    shapes = [m for m in mods if m.startswith("m") and m[1:2].isdigit()]
+    shapes = [m for m in mods if L.shape_mnk(m)]
     ok = len(types) == 4 and len(shapes) == 1 and len(vecs) <= 1 and block == (scales is not None)
     ok = ok and len(stypes) == (1 if block else 0)
     if ok:
@@ -49,6 +50,8 @@ def parse(form, ins, mods):
         ok = ok and (form.sparse is None or "sp::ordered_metadata" in mods)
     if not ok:
         unsupported(ins)
+    if form.sparse not in (None, 0):        # every sparse kind form has its metadata in all four lanes of a quad
+        semantic(ins, f"sparsity selector {form.sparse} of mma.sp.{shape}.kind::{kind} is not 0")
     form.kind = kind
     form.scale = (int(vec[0]), stypes[0]) if block else None
     if kind in ("mxf4", "mxf4nvf4"):

@@ -77,8 +77,6 @@ class Form:
         self.bitop = next((m for m in ("xor", "and") if m in mods), None)
         if self.kind is None:
             self._check(ins)
-        elif self.sparse is not None and not 0 <= self.sparse < L.SPARSE_SHAPES[self.at][self.shape]:
-            semantic(ins, f"sparsity selector {self.sparse} of mma.sp.{self.shape}.kind::{self.kind} is not 0")
 
     def _check(self, ins):
         at, bt, ct, dt, shape = self.at, self.bt, self.ct, self.dt, self.shape
@@ -299,10 +297,13 @@ class Elements:
         return self.memo[key]
 
 
+def _widen_int(em, raw, ty):
+    """i32 of a raw integer element of type ty."""
+    return em.f.op(f"{'sext' if ty[0] == 's' else 'zext'} i{L.BITS[ty]} {raw} to i32")
+
+
 def _int_elem(em, els, req, ty):
-    bits = L.BITS[ty]
-    return els.cached(req, ty, lambda: em.f.op(f"{'sext' if ty[0] == 's' else 'zext'} i{bits} "
-                                               f"{els.raw(req, bits)} to i32"))
+    return els.cached(req, ty, lambda: _widen_int(em, els.raw(req, L.BITS[ty]), ty))
 
 
 def _float_elem(em, els, req, ty):
@@ -333,7 +334,7 @@ def _sparse_pairs(em, form, els, arow, bcol, meta):
         for i, c in enumerate(cands[1:], 1):
             b = f.op(f"select i1 {f.op(f'icmp eq i32 {idx}, {i}')}, i{bits} {els.raw(c, bits)}, i{bits} {b}")
         if at in INTS:
-            pairs.append((_int_elem(em, els, areq, at), f.op(f"{'sext' if bt[0] == 's' else 'zext'} i{bits} {b} to i32")))
+            pairs.append((_int_elem(em, els, areq, at), _widen_int(em, b, bt)))
         else:
             pairs.append((_float_elem(em, els, areq, at), M.decode(em, b, bt)))
     return pairs
@@ -343,7 +344,6 @@ def compute_slot(em, form, pl, els, arow, bcol, creq, meta=None, scales=None):
     """The D element of one slot: iN bits of the D type."""
     f = em.f
     at, bt, ct, dt = form.at, form.bt, form.ct, form.dt
-    ints = INTS
     if form.kind:               # sm_120's kinds: one grid sum of the (scaled) products
         nvec = form.scale[0] if form.scale else 1
         if meta is not None:
@@ -365,7 +365,7 @@ def compute_slot(em, form, pl, els, arow, bcol, creq, meta=None, scales=None):
             raise AssertionError("b1 rows are not whole words")
         pairs = [(els.word(arow[q][0][0]), els.word(bcol[q][0][0])) for q in range(0, pl.k, 32)]
         return M.popc_dot(em, pairs, els.raw(creq, 32), form.bitop)
-    elif at in ints:
+    elif at in INTS:
         pairs = [(_int_elem(em, els, a, at), _int_elem(em, els, b, bt)) for a, b in zip(arow, bcol)]
     elif at == "f64":
         dbl = lambda r: els.cached(r, "f64", lambda: f.op(f"bitcast i64 {els.raw(r, 64)} to double"))
@@ -381,7 +381,7 @@ def compute_slot(em, form, pl, els, arow, bcol, creq, meta=None, scales=None):
         pairs = [(_float_elem(em, els, a, at), _float_elem(em, els, b, bt)) for a, b in zip(arow, bcol)]
         if at in FP8:
             return M.fp8_dot(em, pairs, els.raw(creq, L.BITS[ct]), dt)
-    if at in ints:
+    if at in INTS:
         return M.int_dot(em, pairs, els.raw(creq, 32), form.sat, at[0] == "s" or bt[0] == "s")
     c = _float_elem(em, els, creq, ct)
     out = "f32" if dt == "f32" else ("f16-acc" if ct == "f16" else "f16")
