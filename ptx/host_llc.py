@@ -266,7 +266,7 @@ def _compile_split(ir, cpu, opt, timeout, what):
 
 def _merge(objs):
     """One relocatable object of several (the system linker's -r)."""
-    from ptx.runtime.build import _compiler, compiler_env
+    from ptx.runtime.build import _compiler, run_compiler
     with tempfile.TemporaryDirectory(prefix="zluda-merge-") as d:
         names = []
         for i, obj in enumerate(objs):
@@ -274,8 +274,7 @@ def _merge(objs):
             with open(names[-1], "wb") as f:
                 f.write(obj)
         out = os.path.join(d, "all.o")
-        proc = subprocess.run([_compiler(), "-r", "-nostdlib", "-o", out] + names, capture_output=True, text=True,
-                              env=compiler_env())
+        proc = run_compiler([_compiler(), "-r", "-nostdlib", "-o", out] + names)
         if proc.returncode != 0:
             return None
         with open(out, "rb") as f:

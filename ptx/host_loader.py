@@ -7,7 +7,6 @@ import _ctypes
 import ctypes
 import itertools
 import os
-import subprocess
 import tempfile
 import threading
 
@@ -94,9 +93,9 @@ def _placeholder_stub(what) -> bytes:
 
 
 def _run(cmd, what):
-    from ptx.runtime.build import compiler_env
+    from ptx.runtime.build import run_compiler
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=compiler_env())
+        proc = run_compiler(cmd)
     except OSError as e:
         raise PTXError(f"linking {what}: {cmd[0]}: {e}") from None
     if proc.returncode != 0:

@@ -1,5 +1,6 @@
 """Shared pytest fixtures: `shim_libdir` builds the libcuda.so.1 shim once per session and returns its
-directory; `built_samples` builds the nvcc samples once per session (skips where nvcc is absent)."""
+directory; `built_samples` builds the nvcc samples once per session and `nvcc` finds nvcc (both skip where nvcc
+is absent)."""
 
 import os
 import shutil
@@ -24,6 +25,15 @@ def _nvcc() -> str | None:
         if cand and os.path.isfile(cand) and os.access(cand, os.X_OK):
             return cand
     return None
+
+
+@pytest.fixture(scope="session")
+def nvcc() -> str:
+    """The nvcc that builds a test's own CUDA program (skips where there is none)."""
+    path = _nvcc()
+    if path is None:
+        pytest.skip("nvcc not found")
+    return path
 
 
 @pytest.fixture(scope="session")

@@ -52,12 +52,11 @@ def _writable_dir(d: Path) -> bool:
     return os.access(d, os.W_OK | os.X_OK)
 
 
-def compiler_env():
-    """The environment for running the C compiler: the process's own, given a PATH where it has none (a program
-    started with an empty environment), since gcc finds its linker `ld` on PATH. None: the process's own."""
-    if os.environ.get("PATH"):
-        return None
-    return dict(os.environ, PATH="/usr/local/bin:/usr/bin:/bin")
+def run_compiler(cmd):
+    """Run the C compiler (its output captured as text) in the process's environment, given a PATH where it has
+    none (a program started with an empty environment), since gcc finds its linker `ld` on PATH."""
+    env = None if os.environ.get("PATH") else dict(os.environ, PATH="/usr/local/bin:/usr/bin:/bin")
+    return subprocess.run(cmd, capture_output=True, text=True, env=env)
 
 
 def _compiler() -> str:
@@ -100,7 +99,7 @@ def build_library(stem: str, main_source, inputs, flags, dirs=None, libs=()) -> 
         # libraries after the sources: with --as-needed (the default on Debian/Ubuntu) a library named
         # before them is dropped
         cmd = [_compiler(), *flags, *map(str, sources), "-o", tmp, *libs]
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=compiler_env())
+        proc = run_compiler(cmd)
         if proc.returncode != 0:
             raise RuntimeBuildError(f"{' '.join(cmd)} failed:\n{proc.stderr}")
         os.chmod(tmp, 0o755)

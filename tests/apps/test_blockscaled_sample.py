@@ -3,21 +3,14 @@ where it has nothing to run) and run through the shim on a device reporting 12.0
 GEMM on sm_120a's block-scaled mma (.kind::mxf4, .kind::mxf8f6f4), checked against the host's sums."""
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_blockscaled_sample_on_compute_120a(tmp_path, shim_libdir):
-    nvcc = next((c for c in (os.environ.get("NVCC"), shutil.which("nvcc"), "/usr/local/cuda/bin/nvcc")
-                 if c and os.path.isfile(c) and os.access(c, os.X_OK)), None)
-    if nvcc is None:
-        pytest.skip("nvcc not found")
+def test_blockscaled_sample_on_compute_120a(tmp_path, shim_libdir, nvcc):
     exe = tmp_path / "blockscaled_mma"
     subprocess.run([nvcc, "-gencode", "arch=compute_120a,code=compute_120a", "-o", str(exe),
                     str(ROOT / "samples" / "blockscaled_mma.cu")], check=True, capture_output=True, timeout=600)

@@ -6,29 +6,17 @@ driver answers (cudaErrorInvalidClusterSize); and the driver API's cluster answe
 import ctypes
 import json
 import os
-import shutil
 import struct
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 ANSWERS = json.loads((ROOT / "tests" / "data" / "nvidia_cluster_answers.json").read_text())
 
 
-def _nvcc():
-    for cand in (os.environ.get("NVCC"), shutil.which("nvcc"), "/usr/local/cuda/bin/nvcc"):
-        if cand and os.path.isfile(cand) and os.access(cand, os.X_OK):
-            return cand
-    return None
-
-
-def test_cluster_sample_on_compute_90(tmp_path, shim_libdir):
-    nvcc = _nvcc()
-    if nvcc is None:
-        pytest.skip("nvcc not found")
+def test_cluster_sample_on_compute_90(tmp_path, shim_libdir, nvcc):
     exe = tmp_path / "cluster_dsmem"
     subprocess.run([nvcc, "-gencode", "arch=compute_90,code=compute_90", "-o", str(exe),
                     str(ROOT / "samples" / "cluster_dsmem.cu")], check=True, capture_output=True, timeout=600)
