@@ -611,6 +611,8 @@ def check_llvm(rep: Report) -> None:
     try:
         import llvmlite
         import llvmlite.binding as llvm
+    except ImportError:
+        return      # check_tools named it, with its fix
     except Exception as e:  # noqa: BLE001
         rep.line(FAIL, f"llvmlite cannot be imported: {e}", f"{sys.executable} -m pip install llvmlite")
         return

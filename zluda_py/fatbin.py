@@ -91,6 +91,12 @@ def _decompress(payload: bytes, flags: int, size: int) -> bytes:
             out = zstandard.ZstdDecompressor().decompress(payload, max_output_size=size)
     except CudaError:
         raise
+    except ImportError as e:
+        # an installation without zluda-py's dependencies (a source tree before scripts/setup), not a bad image
+        pkg = (e.name or ("lz4" if flags & FLAG_LZ4 else "zstandard")).split(".")[0]
+        raise CudaError(CUDA_ERROR_INVALID_IMAGE,
+                        f"a compressed fatbin entry needs the Python package {pkg}, which is not installed "
+                        f"(a dependency of zluda-py: pip install {pkg})") from None
     except Exception as e:  # noqa: BLE001 - every codec failure is a bad image, whatever its type
         codec = "LZ4" if flags & FLAG_LZ4 else "zstd"
         raise CudaError(CUDA_ERROR_INVALID_IMAGE, f"corrupt {codec} fatbin entry: {e}") from None

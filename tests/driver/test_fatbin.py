@@ -63,6 +63,22 @@ def test_compress_modes(build, mode, flag):
     assert "0f42AC0000" in text  # 86.0f: the sm_86 code path
 
 
+@pytest.mark.parametrize("mode,blocked", [("default", "zstandard"), ("speed", "lz4.block")])
+def test_missing_codec_is_named(build, monkeypatch, mode, blocked):
+    """An installation without a codec package (a source tree before scripts/setup) names the package to install,
+    not a corrupt image."""
+    import sys
+    data = _fatbin(build, f"k86_{mode}.fatbin", "-gencode", "arch=compute_86,code=compute_86",
+                   f"--compress-mode={mode}")
+    monkeypatch.setitem(sys.modules, blocked, None)
+    with pytest.raises(CudaError) as got:
+        fatbin.select_ptx(fatbin.parse_image(data), 86)
+    pkg = blocked.split(".")[0]
+    assert got.value.code == CUDA_ERROR_INVALID_IMAGE
+    assert f"needs the Python package {pkg}, which is not installed" in str(got.value)
+    assert "corrupt" not in str(got.value)
+
+
 def test_pick_highest_sm_not_above_device(build):
     data = _fatbin(build, "k_multi.fatbin", "-gencode", "arch=compute_75,code=compute_75",
                    "-gencode", "arch=compute_86,code=compute_86", "-gencode", "arch=compute_90,code=compute_90")
