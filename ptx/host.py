@@ -62,6 +62,7 @@ class HostKernel:
         self.maxntid = info.maxntid
         self.reqntid = info.reqntid
         self.uses_sync = info.uses_sync
+        self.interleave = getattr(info, "interleave", False)   # ptxrt.h PTXRT_HINT_INTERLEAVE
         self.address = address
         self._param_types = info.param_types
         self.fallback = None        # a lazy module's kernel has a barrier fallback of its own
@@ -165,6 +166,8 @@ def register_kernel(address: int, info) -> None:
     from ptx import runtime
     runtime.register_kernel(address, getattr(info, "shared_reserve_bytes", info.static_shared_bytes),
                             info.frame_bytes, info.param_size)
+    if getattr(info, "interleave", False):
+        runtime.kernel_hints(address, runtime.HINT_INTERLEAVE)
 
 
 class LazyKernel(HostKernel):

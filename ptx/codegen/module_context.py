@@ -36,6 +36,7 @@ def llvm_name(prefix, ptx_name):
 
 class ModuleContext:
     def __init__(self, module: A.Module, fma_contract=False, memcheck=False, version_guards=True):
+        self.rotates = False        # the kernel being emitted has round loops calling ptx_rt_rotate
         self.module = module
         self.fma_contract = fma_contract
         self.memcheck = memcheck      # check every access (ptx/codegen/memcheck.py)

@@ -60,6 +60,7 @@ CALLBACKS = (
     "ptx_rt_globaltimer",
     "ptx_rt_grid_sync",
     "ptx_rt_yield",
+    "ptx_rt_rotate",
     "ptx_rt_cluster_wait",
     "ptx_rt_cluster_wait_end",
     "ptx_rt_cluster_rank_of",
@@ -137,6 +138,14 @@ def register_kernel(block_fn: int, static_shared: int, frame_bytes: int, param_s
     """What a device-side launch of the kernel at `block_fn` needs besides its code (ptxrt.h)."""
     library().ptx_rt_register_kernel(ctypes.c_uint64(block_fn), ctypes.c_uint32(static_shared),
                                      ctypes.c_uint32(frame_bytes), ctypes.c_uint32(param_size))
+
+
+HINT_INTERLEAVE = 1     # ptxrt.h PTXRT_HINT_INTERLEAVE
+
+
+def kernel_hints(block_fn: int, hints: int) -> None:
+    """How the runtime should run the registered kernel at `block_fn`'s blocks (ptxrt.h ptx_rt_kernel_hints)."""
+    library().ptx_rt_kernel_hints(ctypes.c_uint64(block_fn), ctypes.c_uint32(hints))
 
 
 def unregister_kernel(block_fn: int) -> None:

@@ -53,7 +53,12 @@ static int32_t fail(struct ptxrt_cdp *c, int32_t e)
 
 /* ------------------------------------------------------------------ the kernel registry */
 
-struct kernel_info { uint64_t fn; uint32_t static_shared, frame_bytes, param_size; };
+struct kernel_info {
+    uint64_t fn;
+    uint32_t static_shared, frame_bytes, param_size, hints;
+    uint32_t timed;                  /* interleavable kernels: launches timed, and each way's latest time (ns) */
+    uint64_t ns[2];
+};
 
 static pthread_rwlock_t reg_lock = PTHREAD_RWLOCK_INITIALIZER;
 static struct kernel_info *reg;          /* open addressing; fn 0 = empty */
@@ -89,7 +94,26 @@ void ptx_rt_register_kernel(uint64_t func, uint32_t static_shared, uint32_t fram
     size_t i = reg_slot(func, reg_cap);
     while (reg[i].fn && reg[i].fn != func) i = (i + 1) & (reg_cap - 1);
     if (!reg[i].fn) reg_count++;
-    reg[i] = (struct kernel_info){func, static_shared, frame_bytes, param_size};
+    if (reg[i].fn) {
+        reg[i].static_shared = static_shared;
+        reg[i].frame_bytes = frame_bytes;
+        reg[i].param_size = param_size;
+    } else {
+        reg[i] = (struct kernel_info){.fn = func, .static_shared = static_shared, .frame_bytes = frame_bytes,
+                                      .param_size = param_size};
+    }
+    pthread_rwlock_unlock(&reg_lock);
+}
+
+void ptx_rt_kernel_hints(uint64_t func, uint32_t hints)
+{
+    pthread_rwlock_wrlock(&reg_lock);
+    for (size_t i = reg_cap && func ? reg_slot(func, reg_cap) : 0; reg_cap && reg[i].fn; i = (i + 1) & (reg_cap - 1)) {
+        if (reg[i].fn == func) {
+            reg[i].hints = hints;
+            break;
+        }
+    }
     pthread_rwlock_unlock(&reg_lock);
 }
 
@@ -129,6 +153,38 @@ static int lookup(uint64_t fn, struct kernel_info *out)
     }
     pthread_rwlock_unlock(&reg_lock);
     return found;
+}
+
+/* Whether a launch of the kernel at fn runs its blocks interleaved (ptxrt.h PTXRT_HINT_INTERLEAVE): which way is
+   faster depends on where the data is (from memory it gains up to a fifth, from the caches the switches cost about
+   as much), which only the launches can tell. So launches 1 and 2 (the first warms the caches and the kernel up,
+   and is not timed) try each way, and every 64 launches both are tried again; the others take the way whose last
+   trial was faster. */
+#define RETRY_EVERY 64u
+int ptxrt_kernel_interleave(uint64_t fn, uint32_t *probe)
+{
+    struct kernel_info k;
+    *probe = 0;
+    if (!lookup(fn, &k) || !(k.hints & PTXRT_HINT_INTERLEAVE)) return -1;
+    uint32_t t = k.timed % RETRY_EVERY;
+    if (k.timed < 1 || t == 1 || t == 2) {
+        *probe = 1;
+        return k.timed < 1 ? 1 : t == 2;
+    }
+    return k.ns[1] < k.ns[0];
+}
+
+void ptxrt_kernel_timed(uint64_t fn, int interleaved, uint32_t probe, uint64_t ns)
+{
+    pthread_rwlock_wrlock(&reg_lock);
+    for (size_t i = reg_cap && fn ? reg_slot(fn, reg_cap) : 0; reg_cap && reg[i].fn; i = (i + 1) & (reg_cap - 1)) {
+        if (reg[i].fn == fn) {
+            if (probe && reg[i].timed) reg[i].ns[interleaved != 0] = ns;
+            reg[i].timed++;
+            break;
+        }
+    }
+    pthread_rwlock_unlock(&reg_lock);
 }
 
 /* ------------------------------------------------------------------ items and the queue */

@@ -32,4 +32,8 @@ int32_t ptxrt_launch_nested(ptx_block_fn fn, const uint8_t *params, uint32_t gx,
                             uint32_t dyn_shared, uint32_t frame_bytes, uint32_t flags, uint32_t depth);
 /* ptxrt.c: the queue of the launch a worker is running blocks of. */
 struct ptxrt_cdp *ptxrt_cdp_of(ptx_worker *W);
+/* A launch of the kernel at fn: -1 where it cannot run interleaved (no PTXRT_HINT_INTERLEAVE), else whether it
+   does (1) or not (0); *probe: this launch's time is to be reported (ptxrt_kernel_timed). */
+int ptxrt_kernel_interleave(uint64_t fn, uint32_t *probe);
+void ptxrt_kernel_timed(uint64_t fn, int interleaved, uint32_t probe, uint64_t ns);
 #endif

@@ -189,6 +189,7 @@ struct fault_target {
 struct job;
 
 #define MAX_CLUSTER 16
+#define INTERLEAVE_GROUP 8           /* blocks an interleaving worker runs at once (<= MAX_CLUSTER) */
 
 /* A cluster's CTAs as the cluster barrier and distributed shared memory see them. All CTAs of a cluster run
    on one worker (as fibers), so it needs no atomics. */
@@ -263,6 +264,8 @@ struct job {
     /* cluster launches: CTAs per cluster along x, y, z, their product, clusters in the grid */
     uint32_t cdim[3], csize;
     uint64_t nclusters;
+    /* interleaved launches (PTXRT_HINT_INTERLEAVE): consecutive blocks a worker takes at once (else 0) */
+    uint32_t group;
     /* cooperative launches */
     struct fiber *fibers;
     struct cluster_sync *csync;      /* cooperative launches of clusters: one per cluster */
@@ -662,9 +665,10 @@ struct cluster_run {
     struct cluster_sync sync;
     uint8_t *arena, *stacks;
     size_t arena_bytes, stacks_bytes, stack_size;
+    uint32_t n, cur;                 /* interleaved launches: blocks started, the one running */
 };
 
-static int cluster_prepare(struct slot *s, struct job *j) {
+static int cluster_prepare(struct slot *s, struct job *j, uint32_t nfibers) {
     struct cluster_run *cl = s->cl;
     if (!cl) {
         cl = s->cl = calloc(1, sizeof *cl);
@@ -672,7 +676,7 @@ static int cluster_prepare(struct slot *s, struct job *j) {
     }
     j->shared_stride = align_up(j->shared_bytes + SHARED_SLACK, 4096);  /* same alignment in every CTA */
     j->per_block = j->shared_stride + align_up(j->scratch_bytes + SCRATCH_ALIGN, SHARED_ALIGN);
-    size_t arena = align_up(j->per_block * j->csize, 4096);
+    size_t arena = align_up(j->per_block * nfibers, 4096);
     if (cl->arena_bytes < arena) {
         if (cl->arena) munmap(cl->arena, cl->arena_bytes);
         cl->arena = map_bytes(arena, 0);
@@ -719,7 +723,7 @@ static void join_cluster(struct fiber *f, struct cluster_sync *cs, uint32_t r, u
 /* Each worker takes one cluster at a time: starts its CTAs as fibers and round-robins them (each runs
    until it finishes or waits at a cluster barrier) until all have finished. */
 static void run_clusters(struct slot *s, struct job *j) {
-    if (cluster_prepare(s, j)) {
+    if (cluster_prepare(s, j, j->csize)) {
         set_flag(&j->st, ST_BAD);
         return;
     }
@@ -760,6 +764,66 @@ static void run_clusters(struct slot *s, struct job *j) {
                     cl->sync.done[r] = 1;
                     left--;
                 }
+            }
+        }
+    }
+}
+
+static void interleave_arm(struct slot *s, struct fiber *f) {
+    pb_begin(s->pb, f->block);
+    f->ft.first = f->block;
+    f->ft.last = f->block + 1;
+    s->armed = &f->ft;
+}
+
+/* Interleaved launches: each worker takes j->group consecutive blocks at a time, starts them as fibers and
+   round-robins them (each runs until ptx_rt_rotate, between two rounds of its loop, or until it finishes), so that
+   the rounds of neighbouring blocks, which a grid-stride loop places side by side in memory, run one after another. */
+static void run_interleaved(struct slot *s, struct job *j) {
+    if (cluster_prepare(s, j, j->group)) {
+        set_flag(&j->st, ST_BAD);
+        return;
+    }
+    struct cluster_run *cl = s->cl;
+    for (;;) {
+        if (atomic_load_explicit(&j->st.stop, memory_order_relaxed)) return;
+        if (s->id && atomic_load_explicit(&P.running, memory_order_relaxed) > P.nworkers) return;
+        uint64_t b = atomic_fetch_add_explicit(&j->next, j->group, memory_order_relaxed);
+        if (b >= j->nblocks) return;
+        uint32_t n = b + j->group < j->nblocks ? j->group : (uint32_t)(j->nblocks - b);
+        for (uint32_t r = 0; r < n; r++) {
+            struct fiber *f = &cl->fibers[r];
+            f->block = b + r;
+            f->done = 0;
+            f->ret = 0;
+            f->ctx = (struct rt_ctx){.slot = s, .fiber = f, .job = j};
+            f->W = s->W;
+            f->W.shared = cl->arena + r * j->per_block;
+            f->W.scratch = f->W.shared + j->shared_stride;
+            f->W.cluster_shared = (uint8_t *const *)&f->W.shared;
+            f->W.rt_private = &f->ctx;
+            ctx_make(&f->uc, cl->stacks + r * cl->stack_size, cl->stack_size, fiber_entry, f);
+        }
+        cl->n = n;
+        cl->cur = 0;
+        /* the fibers pass the worker to one another (ptx_rt_rotate); it comes back here when one finishes or
+           waits (ptx_rt_yield) */
+        for (uint32_t left = n; left;) {
+            if (atomic_load_explicit(&j->st.stop, memory_order_relaxed)) return;  /* parked blocks dropped */
+            uint32_t r = cl->cur;
+            if (cl->fibers[r].done) {
+                while (cl->fibers[r].done) r = (r + 1) % n;
+            }
+            cl->cur = r;
+            interleave_arm(s, &cl->fibers[r]);
+            ctx_switch(&s->sched, &cl->fibers[r].uc);
+            s->armed = NULL;
+            struct fiber *f = &cl->fibers[cl->cur];
+            if (f->done) {
+                if (f->ret) record_ret(&j->st, f->ret);
+                left--;
+            } else {
+                cl->cur = (cl->cur + 1) % n;
             }
         }
     }
@@ -831,6 +895,8 @@ static void run_job(struct slot *s, struct job *j) {
         run_cooperative(s, j);
     else if (j->csize > 1)
         run_clusters(s, j);
+    else if (j->group > 1)
+        run_interleaved(s, j);
     else
         run_chunks(s, j);
 }
@@ -1183,6 +1249,18 @@ static int32_t launch_grid(ptx_block_fn fn, const uint8_t *params,
     j->scratch_bytes = (uint64_t)frame_bytes * ((uint64_t)bx * by * bz);
     uint64_t parts = (uint64_t)P.nworkers * 8;
     j->chunk = j->nblocks / parts ? j->nblocks / parts : 1;
+    j->group = 0;
+    int interleave = -1;
+    uint32_t probe = 0;
+#ifdef PTXRT_FAST_CTX
+    /* at most INTERLEAVE_GROUP blocks at a time, and no fewer groups than two per worker (load balance) */
+    if (!(flags & (PTXRT_COOPERATIVE | PTXRT_CLUSTER)) && j->nblocks >= 4 * (uint64_t)P.nworkers) {
+        interleave = ptxrt_kernel_interleave((uint64_t)(uintptr_t)fn, &probe);
+        uint64_t g = j->nblocks / (2 * (uint64_t)P.nworkers);
+        if (interleave > 0) j->group = g > INTERLEAVE_GROUP ? INTERLEAVE_GROUP : (uint32_t)g;
+    }
+#endif
+    uint64_t t_start = interleave >= 0 ? now_ns(CLOCK_MONOTONIC) : 0;
     atomic_store_explicit(&j->next, 0, memory_order_relaxed);
     int32_t status = PTXRT_OK;
     if (j->csize > 1 && (j->csize > MAX_CLUSTER || gx % j->cdim[0] || gy % j->cdim[1] || gz % j->cdim[2])) {
@@ -1231,6 +1309,8 @@ static int32_t launch_grid(ptx_block_fn fn, const uint8_t *params,
     else if (counted)
         atomic_fetch_sub(&P.running, 1);
     if (coop) teardown_cooperative(j);
+    if (interleave >= 0)
+        ptxrt_kernel_timed((uint64_t)(uintptr_t)fn, interleave, probe, now_ns(CLOCK_MONOTONIC) - t_start);
     flush_printf(j);
     uint32_t f = atomic_load(&j->st.flags);
     status = (f & ST_ASSERT) ? PTXRT_ASSERT : (f & ST_FAULT) ? PTXRT_FAULT
@@ -1354,6 +1434,27 @@ void ptx_rt_yield(ptx_worker *W) {
         fiber_yield(c);
     else
         cpu_relax();
+}
+
+void ptx_rt_rotate(ptx_worker *W) {
+    struct rt_ctx *c = W ? (struct rt_ctx *)W->rt_private : NULL;
+    if (!c || !c->fiber || !c->job->group) return;
+    /* straight to the next block that has not finished (the scheduler's two switches would cost twice as much) */
+    struct slot *s = c->slot;
+    struct cluster_run *cl = s->cl;
+    if (atomic_load_explicit(&c->job->st.stop, memory_order_relaxed)) {
+        fiber_yield(c);              /* the scheduler drops the launch's parked blocks */
+        return;
+    }
+    for (uint32_t k = 1, n = cl->n; k < n; k++) {
+        uint32_t q = (cl->cur + k) % n;
+        struct fiber *f = &cl->fibers[q];
+        if (f->done) continue;
+        cl->cur = q;
+        interleave_arm(s, f);
+        ctx_switch(&c->fiber->uc, &f->uc);
+        return;
+    }
 }
 
 void ptx_rt_trap(ptx_worker *W) {

@@ -216,6 +216,17 @@ void     ptx_rt_graph_set_conditional(uint64_t handle, uint32_t value);
 void     ptx_rt_register_kernel(uint64_t func, uint32_t static_shared, uint32_t frame_bytes,
                                 uint32_t param_size);
 void     ptx_rt_unregister_kernel(uint64_t func);
+/* What the code generator knows of a registered kernel that changes how its blocks are run (0 until set):
+   PTXRT_HINT_INTERLEAVE: its blocks run loops of rounds that call ptx_rt_rotate between rounds (a grid-stride
+   loop's); its launches may run up to 8 consecutive blocks at once on one worker as fibers, a few rounds of each in
+   turn, so that together they sweep memory in order instead of in one block's 1 KiB pieces 64 KiB apart. That
+   gains where the data comes from memory and costs where it is in the caches, so the runtime times the kernel's
+   launches both ways now and then (devlaunch.c, ptxrt_kernel_interleave) and runs the others the faster way. */
+#define PTXRT_HINT_INTERLEAVE 1u
+void     ptx_rt_kernel_hints(uint64_t func, uint32_t hints);
+/* Between two rounds of a block's loop: in an interleaved launch, lets the worker run its other blocks' next
+   rounds first; anywhere else returns at once. */
+void     ptx_rt_rotate(ptx_worker *W);
 
 /* Environment: PTXRT_THREADS=n (workers; default: the usable cores, i.e. the affinity mask capped by
    a cgroup v2 CPU quota), PTXRT_SPIN_US=us (how long idle workers spin before parking, default 200),

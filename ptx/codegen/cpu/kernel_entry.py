@@ -37,6 +37,7 @@ class KernelInfo:
     shared_reserve_bytes: int = 0
     fallback_slot: str = None        # global holding the address of its lazily built fallback
     warp_regions: bool = False       # region loops with warp collectives (shfl, vote, redux, match, activemask) as split points
+    interleave: bool = False         # its blocks run rounds that call ptx_rt_rotate (ptxrt.h PTXRT_HINT_INTERLEAVE)
 
 
 def emit_kernel(func: A.Function, flat, mctx: ModuleContext, has_sync: bool, out_funcs: list):
@@ -54,6 +55,7 @@ def emit_kernel(func: A.Function, flat, mctx: ModuleContext, has_sync: bool, out
     sym = llvm_name("k", func.name)
     fallback_slot = None
     warp_ops = False
+    mctx.rotates = False
     lock = None if has_sync or not mctx.lockstep else emit_lockstep_kernel(func, flat, mctx, sym)
     if lock:
         region_fns, frame_bytes, local_bytes = lock
@@ -105,7 +107,8 @@ def emit_kernel(func: A.Function, flat, mctx: ModuleContext, has_sync: bool, out
     return KernelInfo(func.name, f"k.{func.name}", params, param_size, static_shared, local_bytes,
                       frame_bytes, has_sync, func.directives.get("maxntid"),
                       func.directives.get("reqntid"), [p.type.name for p in func.params], shared_reserve,
-                      fallback_slot=fallback_slot, warp_regions=bool(fallback_slot) and warp_ops)
+                      fallback_slot=fallback_slot, warp_regions=bool(fallback_slot) and warp_ops,
+                      interleave=mctx.rotates)
 
 
 def emit_lockstep_kernel(func, flat, mctx, sym):

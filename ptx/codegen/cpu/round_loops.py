@@ -390,12 +390,17 @@ def prefetch_lines(plan, membase, bx):
     return phis, lines
 
 
+# rounds a block runs before ptx_rt_rotate may hand the worker to the next block of an interleaved launch (a power
+# of two): each call costs about as much as a round of a small loop body in cache
+ROTATE_ROUNDS = 4
+
+
 def round_blocks(em, k, uniform, stale, bx, reg_off, plan):
     """A rounds region's first blocks and last lines: the next round starts from the bases the
     threads that stay agreed on (%unC.r), after the prefetches of the one after it; when the rounds end, the threads
     still at the yield get their slots of the block-wide candidates the round wrote (`stale`: not stored as it
     went), from the same bases."""
-    head = ["round:"]
+    head = ["round:", "  %rot = phi i32 [ 0, %entry ], [ %rot.n, %round.next ]"]
     for c, (name, ty, (_, by_row)) in enumerate(uniform):
         if not by_row:
             head.append(f"  %rb.{c} = phi {ty} [ %rb0.{c}, %entry ], [ %un{c}.r, %round.next ]")
@@ -404,7 +409,13 @@ def round_blocks(em, k, uniform, stale, bx, reg_off, plan):
         em.m.declare("declare i64 @llvm.umin.i64(i64, i64)")
     phis, lines = prefetch_lines(plan, em.mem_base() if plan.sites else None, bx)
     head += phis + lines + ["  store i32 1, ptr %uflp", "  br label %tz.head"]
-    tail = ["  %rd.go = icmp ne i32 %uflag, 0", "  br i1 %rd.go, label %round.next, label %mat.loop",
+    # between rounds the worker may run its other blocks' rounds (ptx_rt_rotate: interleaved launches)
+    em.m.declare("declare void @ptx_rt_rotate(ptr)")
+    em.m.rotates = True
+    tail = ["  %rd.go = icmp ne i32 %uflag, 0", "  br i1 %rd.go, label %round.cnt, label %mat.loop",
+            "round.cnt:", "  %rot.n = add i32 %rot, 1", f"  %rot.m = and i32 %rot.n, {ROTATE_ROUNDS - 1}",
+            "  %rot.z = icmp eq i32 %rot.m, 0", "  br i1 %rot.z, label %round.rot, label %round.next",
+            "round.rot:", "  call void @ptx_rt_rotate(ptr %W)", "  br label %round.next",
             "round.next:", "  br label %round",
             "mat.loop:", "  %mt = phi i64 [ 0, %agree ], [ %mt.n, %mat.next ]",
             "  %ms.p = getelementptr i32, ptr %soa, i64 %mt", "  %ms = load i32, ptr %ms.p",
