@@ -157,19 +157,24 @@ static int lookup(uint64_t fn, struct kernel_info *out)
 
 /* Whether a launch of the kernel at fn runs its blocks interleaved (ptxrt.h PTXRT_HINT_INTERLEAVE): which way is
    faster depends on where the data is (from memory it gains up to a fifth, from the caches the switches cost about
-   as much), which only the launches can tell. So launches 1 and 2 (the first warms the caches and the kernel up,
-   and is not timed) try each way, and every 64 launches both are tried again; the others take the way whose last
-   trial was faster. */
+   as much), which only the launches can tell. So after WARMUP launches (the first ones are slower while the caches,
+   the kernel and the helper threads warm up; they run interleaved and are not timed) PROBES launches try the ways
+   in the order plain, interleaved, interleaved, plain (so that a trend in the times favours neither), and again
+   every RETRY_EVERY launches; the others take the way whose best probe was faster. One launch each way was not
+   enough: this machine's memory bandwidth swings by a third from one launch to the next. */
+#define WARMUP 4u
+#define PROBES 4u
 #define RETRY_EVERY 64u
 int ptxrt_kernel_interleave(uint64_t fn, uint32_t *probe)
 {
     struct kernel_info k;
     *probe = 0;
     if (!lookup(fn, &k) || !(k.hints & PTXRT_HINT_INTERLEAVE)) return -1;
-    uint32_t t = k.timed % RETRY_EVERY;
-    if (k.timed < 1 || t == 1 || t == 2) {
+    if (k.timed < WARMUP) return 1;
+    uint32_t t = (k.timed - WARMUP) % RETRY_EVERY;
+    if (t < PROBES) {
         *probe = 1;
-        return k.timed < 1 ? 1 : t == 2;
+        return t == 1 || t == 2;
     }
     return k.ns[1] < k.ns[0];
 }
@@ -179,8 +184,12 @@ void ptxrt_kernel_timed(uint64_t fn, int interleaved, uint32_t probe, uint64_t n
     pthread_rwlock_wrlock(&reg_lock);
     for (size_t i = reg_cap && fn ? reg_slot(fn, reg_cap) : 0; reg_cap && reg[i].fn; i = (i + 1) & (reg_cap - 1)) {
         if (reg[i].fn == fn) {
-            if (probe && reg[i].timed) reg[i].ns[interleaved != 0] = ns;
-            reg[i].timed++;
+            struct kernel_info *e = &reg[i];
+            if (probe && e->timed >= WARMUP) {
+                if ((e->timed - WARMUP) % RETRY_EVERY == 0) e->ns[0] = e->ns[1] = UINT64_MAX;   /* new probes */
+                if (ns < e->ns[interleaved != 0]) e->ns[interleaved != 0] = ns;
+            }
+            e->timed++;
             break;
         }
     }
