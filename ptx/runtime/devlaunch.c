@@ -56,7 +56,7 @@ static int32_t fail(struct ptxrt_cdp *c, int32_t e)
 struct kernel_info {
     uint64_t fn;
     uint32_t static_shared, frame_bytes, param_size, hints;
-    uint32_t timed;                  /* interleavable kernels: launches timed, and each way's latest time (ns) */
+    uint32_t timed;                  /* interleavable kernels: launches counted, and each way's best probe (ns) */
     uint64_t ns[2];
 };
 
@@ -65,6 +65,15 @@ static struct kernel_info *reg;          /* open addressing; fn 0 = empty */
 static size_t reg_cap, reg_count;
 
 static size_t reg_slot(uint64_t fn, size_t cap) { return (size_t)((fn >> 4) * 0x9E3779B97F4A7C15ull >> 24) & (cap - 1); }
+
+/* The registry's entry for fn, or NULL; the caller holds reg_lock. */
+static struct kernel_info *entry(uint64_t fn)
+{
+    if (!reg_cap || !fn) return NULL;
+    for (size_t i = reg_slot(fn, reg_cap); reg[i].fn; i = (i + 1) & (reg_cap - 1))
+        if (reg[i].fn == fn) return &reg[i];
+    return NULL;
+}
 
 static int reg_grow(void)
 {
@@ -108,12 +117,8 @@ void ptx_rt_register_kernel(uint64_t func, uint32_t static_shared, uint32_t fram
 void ptx_rt_kernel_hints(uint64_t func, uint32_t hints)
 {
     pthread_rwlock_wrlock(&reg_lock);
-    for (size_t i = reg_cap && func ? reg_slot(func, reg_cap) : 0; reg_cap && reg[i].fn; i = (i + 1) & (reg_cap - 1)) {
-        if (reg[i].fn == func) {
-            reg[i].hints = hints;
-            break;
-        }
-    }
+    struct kernel_info *e = entry(func);
+    if (e) e->hints = hints;
     pthread_rwlock_unlock(&reg_lock);
 }
 
@@ -140,19 +145,11 @@ void ptx_rt_unregister_kernel(uint64_t func)
 
 static int lookup(uint64_t fn, struct kernel_info *out)
 {
-    int found = 0;
     pthread_rwlock_rdlock(&reg_lock);
-    if (reg_cap && fn) {
-        for (size_t i = reg_slot(fn, reg_cap); reg[i].fn; i = (i + 1) & (reg_cap - 1)) {
-            if (reg[i].fn == fn) {
-                *out = reg[i];
-                found = 1;
-                break;
-            }
-        }
-    }
+    const struct kernel_info *e = entry(fn);
+    if (e) *out = *e;
     pthread_rwlock_unlock(&reg_lock);
-    return found;
+    return e != NULL;
 }
 
 /* Whether a launch of the kernel at fn runs its blocks interleaved (ptxrt.h PTXRT_HINT_INTERLEAVE): which way is
@@ -182,16 +179,13 @@ int ptxrt_kernel_interleave(uint64_t fn, uint32_t *probe)
 void ptxrt_kernel_timed(uint64_t fn, int interleaved, uint32_t probe, uint64_t ns)
 {
     pthread_rwlock_wrlock(&reg_lock);
-    for (size_t i = reg_cap && fn ? reg_slot(fn, reg_cap) : 0; reg_cap && reg[i].fn; i = (i + 1) & (reg_cap - 1)) {
-        if (reg[i].fn == fn) {
-            struct kernel_info *e = &reg[i];
-            if (probe && e->timed >= WARMUP) {
-                if ((e->timed - WARMUP) % RETRY_EVERY == 0) e->ns[0] = e->ns[1] = UINT64_MAX;   /* new probes */
-                if (ns < e->ns[interleaved != 0]) e->ns[interleaved != 0] = ns;
-            }
-            e->timed++;
-            break;
+    struct kernel_info *e = entry(fn);
+    if (e) {
+        if (probe && e->timed >= WARMUP) {
+            if ((e->timed - WARMUP) % RETRY_EVERY == 0) e->ns[0] = e->ns[1] = UINT64_MAX;   /* new probes */
+            if (ns < e->ns[interleaved != 0]) e->ns[interleaved != 0] = ns;
         }
+        e->timed++;
     }
     pthread_rwlock_unlock(&reg_lock);
 }

@@ -720,6 +720,32 @@ static void join_cluster(struct fiber *f, struct cluster_sync *cs, uint32_t r, u
     cs->inside[r] = 0;
 }
 
+/* Fiber r of the worker's group (a cluster's CTAs, an interleaved launch's blocks), made block `block` of the launch
+   with its own shared memory and scratch in the worker's arena, ready to start. */
+static struct fiber *group_fiber(struct slot *s, struct job *j, uint32_t r, uint64_t block) {
+    struct cluster_run *cl = s->cl;
+    struct fiber *f = &cl->fibers[r];
+    f->block = block;
+    f->done = 0;
+    f->ret = 0;
+    f->ctx = (struct rt_ctx){.slot = s, .fiber = f, .job = j};
+    f->W = s->W;
+    f->W.shared = cl->arena + r * j->per_block;
+    f->W.scratch = f->W.shared + j->shared_stride;
+    f->W.cluster_shared = (uint8_t *const *)&f->W.shared;
+    f->W.rt_private = &f->ctx;
+    ctx_make(&f->uc, cl->stacks + r * cl->stack_size, cl->stack_size, fiber_entry, f);
+    return f;
+}
+
+/* Before the worker switches to fiber f: its printf output goes under `key`, a fault lands in its frame. */
+static void arm_fiber(struct slot *s, struct fiber *f, uint64_t key) {
+    pb_begin(s->pb, key);
+    f->ft.first = f->block;
+    f->ft.last = f->block + 1;
+    s->armed = &f->ft;
+}
+
 /* Each worker takes one cluster at a time: starts its CTAs as fibers and round-robins them (each runs
    until it finishes or waits at a cluster barrier) until all have finished. */
 static void run_clusters(struct slot *s, struct job *j) {
@@ -733,30 +759,14 @@ static void run_clusters(struct slot *s, struct job *j) {
         if (s->id && atomic_load_explicit(&P.running, memory_order_relaxed) > P.nworkers) return;
         uint64_t c = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
         if (c >= j->nclusters) return;
-        for (uint32_t r = 0; r < j->csize; r++) {
-            struct fiber *f = &cl->fibers[r];
-            f->block = cluster_block(j, c, r);
-            f->done = 0;
-            f->ret = 0;
-            f->ctx.slot = s;
-            f->ctx.fiber = f;
-            f->ctx.job = j;
-            f->W = s->W;
-            f->W.shared = cl->arena + r * j->per_block;
-            f->W.scratch = f->W.shared + j->shared_stride;
-            f->W.rt_private = &f->ctx;
-            join_cluster(f, &cl->sync, r, j->csize);
-            ctx_make(&f->uc, cl->stacks + r * cl->stack_size, cl->stack_size, fiber_entry, f);
-        }
+        for (uint32_t r = 0; r < j->csize; r++)
+            join_cluster(group_fiber(s, j, r, cluster_block(j, c, r)), &cl->sync, r, j->csize);
         for (uint32_t left = j->csize; left;) {
             for (uint32_t r = 0; r < j->csize; r++) {
                 struct fiber *f = &cl->fibers[r];
                 if (cl->sync.done[r]) continue;
                 if (atomic_load_explicit(&j->st.stop, memory_order_relaxed)) return;  /* parked CTAs dropped */
-                pb_begin(s->pb, (uint64_t)cl->sync.passed[r] * j->nblocks + f->block);
-                f->ft.first = f->block;
-                f->ft.last = f->block + 1;
-                s->armed = &f->ft;
+                arm_fiber(s, f, (uint64_t)cl->sync.passed[r] * j->nblocks + f->block);
                 ctx_switch(&s->sched, &f->uc);
                 s->armed = NULL;
                 if (f->done) {
@@ -767,13 +777,6 @@ static void run_clusters(struct slot *s, struct job *j) {
             }
         }
     }
-}
-
-static void interleave_arm(struct slot *s, struct fiber *f) {
-    pb_begin(s->pb, f->block);
-    f->ft.first = f->block;
-    f->ft.last = f->block + 1;
-    s->armed = &f->ft;
 }
 
 /* Interleaved launches: each worker takes j->group consecutive blocks at a time, starts them as fibers and
@@ -791,19 +794,7 @@ static void run_interleaved(struct slot *s, struct job *j) {
         uint64_t b = atomic_fetch_add_explicit(&j->next, j->group, memory_order_relaxed);
         if (b >= j->nblocks) return;
         uint32_t n = b + j->group < j->nblocks ? j->group : (uint32_t)(j->nblocks - b);
-        for (uint32_t r = 0; r < n; r++) {
-            struct fiber *f = &cl->fibers[r];
-            f->block = b + r;
-            f->done = 0;
-            f->ret = 0;
-            f->ctx = (struct rt_ctx){.slot = s, .fiber = f, .job = j};
-            f->W = s->W;
-            f->W.shared = cl->arena + r * j->per_block;
-            f->W.scratch = f->W.shared + j->shared_stride;
-            f->W.cluster_shared = (uint8_t *const *)&f->W.shared;
-            f->W.rt_private = &f->ctx;
-            ctx_make(&f->uc, cl->stacks + r * cl->stack_size, cl->stack_size, fiber_entry, f);
-        }
+        for (uint32_t r = 0; r < n; r++) group_fiber(s, j, r, b + r);
         cl->n = n;
         cl->cur = 0;
         /* the fibers pass the worker to one another (ptx_rt_rotate); it comes back here when one finishes or
@@ -811,11 +802,9 @@ static void run_interleaved(struct slot *s, struct job *j) {
         for (uint32_t left = n; left;) {
             if (atomic_load_explicit(&j->st.stop, memory_order_relaxed)) return;  /* parked blocks dropped */
             uint32_t r = cl->cur;
-            if (cl->fibers[r].done) {
-                while (cl->fibers[r].done) r = (r + 1) % n;
-            }
+            while (cl->fibers[r].done) r = (r + 1) % n;
             cl->cur = r;
-            interleave_arm(s, &cl->fibers[r]);
+            arm_fiber(s, &cl->fibers[r], cl->fibers[r].block);
             ctx_switch(&s->sched, &cl->fibers[r].uc);
             s->armed = NULL;
             struct fiber *f = &cl->fibers[cl->cur];
@@ -869,10 +858,7 @@ static void run_cooperative(struct slot *s, struct job *j) {
         }
         if (!f) f = ready_pop(s);
         if (!f) break;
-        pb_begin(s->pb, (uint64_t)f->W.grid_phase * j->nblocks + f->block);
-        f->ft.first = f->block;
-        f->ft.last = f->block + 1;
-        s->armed = &f->ft;
+        arm_fiber(s, f, (uint64_t)f->W.grid_phase * j->nblocks + f->block);
         ctx_switch(&s->sched, &f->uc);
         s->armed = NULL;
         if (f->done) {
@@ -1451,7 +1437,7 @@ void ptx_rt_rotate(ptx_worker *W) {
         struct fiber *f = &cl->fibers[q];
         if (f->done) continue;
         cl->cur = q;
-        interleave_arm(s, f);
+        arm_fiber(s, f, f->block);
         ctx_switch(&c->fiber->uc, &f->uc);
         return;
     }
