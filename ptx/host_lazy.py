@@ -177,9 +177,8 @@ def build_kernel(module, name, fma_contract, opt_level, cpu, memcheck, global_na
     from ptx.codegen.cpu.module import FALLBACK_GLOBAL, build_host_ir
     kmod = kmod or kernel_module(module, name)
     what = f"kernel {name}"
-    versioned = not host_target.masked_stores_fast(cpu)
     hir = pipeline.lower_module(kmod, lambda m: build_host_ir(m, fma_contract=fma_contract, memcheck=memcheck,
-                                                              version_guards=versioned, block=block))
+                                                              block=block))
     text = _GLOBAL_DEF.sub(r"\1 = external global \2\3", hir.text)
     obj = host_llc.compile_object(text, host_target.cpu_name(cpu), opt_level, what)
     undefined = sorted(host_target.undefined_symbols(obj) - set(global_names))

@@ -3,7 +3,7 @@ LLVM abort ("LLVM ERROR: ...", an assertion) kills the child and becomes a PTXEr
   python host_llc.py --serve    requests "CPU|- OPT[s] LEN\\n" + IR on stdin (s: scalar, no vectorizers);
                                 answers "OK LEN\\n" + object,
                                 "BAD LEN\\n" + verifier message or "ERR LEN\\n" + message on stdout;
-                                "CPU|- MASK 0\\n" asks host_target.masked_stores_fast(CPU): "OK 1\\n" + 0 or 1
+                                "- PING 0\\n" answers "OK 0\\n" once the child is up
 The parent starts the child as soon as it knows it will compile (start()), so that the child's start-up (an
 interpreter, llvmlite, the target machine: about 0.2 s) overlaps the front end's parse."""
 
@@ -70,8 +70,8 @@ def serve():
         cpu, opt, n = header.decode().split()
         ir = inp.read(int(n)).decode()
         try:
-            if opt == "MASK":
-                out.write(b"OK 1\n" + (b"1" if host_target.masked_stores_fast(cpu_arg(cpu), local=True) else b"0"))
+            if opt == "PING":
+                out.write(b"OK 0\n")
                 out.flush()
                 continue
             obj = _compile(ir, cpu_arg(cpu), int(opt.rstrip("s")), not opt.endswith("s"))
@@ -142,7 +142,7 @@ class _Child:
         return self.request(cpu, b"%d%s" % (opt, b"" if vectorize else b"s"), ir, timeout, what)
 
     def request(self, cpu: str, kind: bytes, ir: str, timeout: float, what: str) -> bytes:
-        """The child's answer to one request (`kind`: an optimisation level, or MASK) for the IR text."""
+        """The child's answer to one request (`kind`: an optimisation level, or PING) for the IR text."""
         from ptx.errors import PTXError
         data = ir.encode()
         with self.lock:
@@ -195,11 +195,6 @@ def start():
             pass
 
 
-def masked_stores_fast(cpu: str) -> bool:
-    """host_target.masked_stores_fast(cpu), answered by the child's LLVM (the parent need not load its own)."""
-    return _child.request(cpu, b"MASK", "", 300, "the masked-store probe") == b"1"
-
-
 def compile_object(ir: str, cpu: str, opt: int, what: str = "kernel code") -> bytes:
     """The PIC object for LLVM IR text, built in the child; PTXError when the IR does not verify (a code
     generator bug), PTXUnsupportedError when LLVM fails, aborts or runs past ZLUDA_COMPILE_TIMEOUT (s)."""
@@ -238,7 +233,7 @@ def _compile_split(ir, cpu, opt, timeout, what):
     def work(child):
         if child is _helper:
             try:    # a part is taken once the helper is up: the first child goes on meanwhile
-                child.request(cpu, b"MASK", "", timeout, "the masked-store probe")
+                child.request(cpu, b"PING", "", timeout, "the compiler child's start")
             except Exception:  # noqa: BLE001 - the first child compiles every part
                 return
         while not failed:

@@ -15,8 +15,7 @@ def build(text, fma_contract, opt_level, dump_dir, cpu, memcheck, module=None):
     found = {}
 
     def lower(module):
-        hir = build_host_ir(module, fma_contract=fma_contract, memcheck=memcheck,
-                            version_guards=not host_target.masked_stores_fast(cpu))
+        hir = build_host_ir(module, fma_contract=fma_contract, memcheck=memcheck)
         found["resources"] = _estimate(module)
         return hir
     hir = pipeline.lower(text, lower) if module is None else pipeline.lower_module(module, lower)

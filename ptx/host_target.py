@@ -10,7 +10,6 @@ import platform
 import struct
 import sys
 import tempfile
-import threading
 
 from ptx.errors import PTXError, PTXUnsupportedError
 
@@ -228,42 +227,6 @@ def _create(name):
             os.write(2, said.encode())
     # position-independent code: it is linked into a shared object and loaded with dlopen (host_loader)
     return tm, f"{cpu}|{features}|{llvm.llvm_version_info}|pic"
-
-
-_MASK_PROBE = """define void @probe(ptr %p, <16 x float> %v, <16 x i1> %m) {
-  call void @llvm.masked.store.v16f32.p0(<16 x float> %v, ptr %p, i32 4, <16 x i1> %m)
-  ret void
-}
-declare void @llvm.masked.store.v16f32.p0(<16 x float>, ptr, i32, <16 x i1>)"""
-_mask_fast: dict = {}
-_mask_lock = threading.Lock()
-
-
-def masked_stores_fast(cpu=None, local=False) -> bool:
-    """Whether machine(cpu) stores under a lane mask in one cheap instruction (AVX-512's k-masks). Without
-    them (AVX2's vmaskmov: 2-3x a plain store on AMD CPUs; NEON, SSE: a branch per lane) a thread loop's
-    `if (i < n)` costs too much to leave to LLVM's if-conversion (ptx/codegen/cpu/thread_loops.py).
-    Asked of the compiling child (host_llc), which has LLVM loaded, unless `local`: a first compile's parent then
-    never loads llvmlite (about 50 ms)."""
-    name = cpu_name(cpu)
-    with _mask_lock:
-        got = _mask_fast.get(name)
-        if got is None and not local and not name and platform.machine().lower() in ("x86_64", "amd64"):
-            # this machine's CPU: LLVM's host features come from the same CPUID bits the kernel lists (and clears
-            # where the OS does not save AVX-512 state), so the first compile need not wait for the child
-            flags = _first_cpu().get("flags")
-            if flags:
-                got = _mask_fast[name] = "avx512f" in flags.split()
-        if got is None and not local:
-            from ptx import host_llc
-            got = _mask_fast[name] = host_llc.masked_stores_fast(name)
-        if got is None:
-            import llvmlite.binding as llvm
-            tm = machine(cpu)[0]
-            mod = llvm.parse_assembly(_MASK_PROBE)
-            mod.triple = tm.triple
-            got = _mask_fast[name] = "{%k" in tm.emit_assembly(mod)
-    return got
 
 
 def _stderr_of(fn):

@@ -13,11 +13,10 @@ import pytest
 from ptxkit import HEADER, poison, rng  # noqa: F401  (rng: the fixture)
 
 import ptx
-from ptx import host_target, parse
+from ptx import parse
 from ptx.codegen.cpu import module as cpu_module
 
-# Versioned only for a target without cheap masked stores: the host when it has no AVX-512, x86-64-v3 (AVX2)
-# on any x86-64 machine, so both forms run wherever the tests do
+# Versioned on every target; the host and x86-64-v3 (AVX2, on any x86-64 machine) vectorise the copies differently
 CPUS = [""] + (["x86-64-v3"] if platform.machine() in ("x86_64", "AMD64") else [])
 
 
@@ -129,21 +128,6 @@ def _versioned(text, name):
     hir = cpu_module.build_host_ir(parse(text))
     body = hir.text.split(f'define i32 @"k.{name}"')[1].split("\ndefine ")[0]
     return "a.tz.head:" in body or "a.tx.head:" in body
-
-
-def test_the_target_decides():
-    if "x86-64-v3" in CPUS:
-        assert not host_target.masked_stores_fast("x86-64-v3")
-        assert host_target.masked_stores_fast("x86-64-v4")
-
-
-def test_this_cpu_is_read_as_llvm_reads_it(monkeypatch):
-    """The host CPU's answer comes from /proc/cpuinfo without LLVM (the first compile does not wait for the
-    child): it must be what LLVM's own code for that CPU shows, on whatever machine runs this."""
-    monkeypatch.setattr(host_target, "_mask_fast", {})
-    fast = host_target.masked_stores_fast()
-    monkeypatch.setattr(host_target, "_mask_fast", {})
-    assert host_target.masked_stores_fast(local=True) == fast
 
 
 def test_blocks_run_in_groups():
