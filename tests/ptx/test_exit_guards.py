@@ -71,6 +71,12 @@ $L_out:
 }
 """
 
+# GRID2D that also skips the rows above `lo`: in a block that straddles it only the first rows (or the first layer
+# of tid.z) take the guard, so the pass over the threads must count a guard taken before its last row
+GRID2D_LO = GRID2D.replace("img(", "img_lo(").replace(".param .u32 h)", ".param .u32 h, .param .u32 lo)").replace(
+    "ld.param.u32 %r2, [h];", "ld.param.u32 %r2, [h]; ld.param.u32 %r18, [lo];").replace(
+    "and.pred %p3, %p1, %p2;", "and.pred %p3, %p1, %p2; setp.ge.u32 %p4, %r14, %r18; and.pred %p3, %p3, %p4;")
+
 # Two guards, the second an `exit` after more prologue (a predicated move among it): thread i < n with
 # i < k writes i + (i == 7 ? 1000 : 1) + x[i]
 TWO = """
@@ -174,6 +180,24 @@ def test_2d_guard(rng, w, h, block, cpu):
     k.launch(grid, block, [src, dst, w, h])
     want = src * np.uint32(3) + np.arange(h, dtype=np.uint32)[:, None]
     assert np.array_equal(dst[:h], want), "image"
+    assert np.array_equal(dst[h:], before[h:]), "rows past h written"
+
+
+@pytest.mark.parametrize("lo,block", [(1, (16, 4, 2)), (3, (16, 4, 2)), (5, (16, 4, 2)), (4, (8, 2, 4)),
+                                      (9, (16, 16, 1))])
+@pytest.mark.parametrize("cpu", CPUS, ids=lambda c: c or "host")
+def test_guard_in_first_rows(rng, lo, block, cpu):
+    k = compile_text(_module(GRID2D_LO), cpu).kernel("img_lo")
+    w, h = 13 * 16, 40 * 8
+    bx, by, bz = block
+    grid = ((w + bx - 1) // bx, (h + by * bz - 1) // (by * bz), 1)
+    src = rng.integers(0, 1 << 30, (h, w), dtype=np.uint32)
+    dst = poison((h + 4, w), np.uint32, rng)
+    before = dst.copy()
+    k.launch(grid, block, [src, dst, w, h, lo])
+    want = src * np.uint32(3) + np.arange(h, dtype=np.uint32)[:, None]
+    assert np.array_equal(dst[lo:h], want[lo:]), "image"
+    assert np.array_equal(dst[:lo], before[:lo]), "rows above lo written"
     assert np.array_equal(dst[h:], before[h:]), "rows past h written"
 
 

@@ -20,7 +20,7 @@ assert RMW_MARK.startswith(";")     # _line keeps any access with a comment out
 _GROUP = "!9100"
 _PARALLEL = "!9101"
 # the thread loops' own properties (region_loops.py, thread_loops.py) with parallel_accesses added; loops
-# that must stay scalar (vectorize.enable false: !8994, !8988) are left as they are
+# that must stay scalar (vectorize.enable false: !8988) are left as they are
 _LOOPS = {None: ("!9102", ""), "8998": ("!9103", ", !8999, !8990"), "8992": ("!9104", ", !8991, !8993")}
 _HEAD = f'{_GROUP} = distinct !{{}}\n{_PARALLEL} = !{{!"llvm.loop.parallel_accesses", {_GROUP}}}\n'
 _LATCH = re.compile(r"^(\s*br i1 %([\w.]*)tx\.c, label %\2tx\.head, label %[^,\s]+)(, !llvm\.loop !(\d+))?$")
