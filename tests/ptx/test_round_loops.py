@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import ptx
-from ptx.codegen.cpu import round_loops
+from ptx.codegen.cpu import block_prefetch, round_loops
 
 # nvcc -arch=compute_86 -ptx (CUDA 13.0) of:
 # extern "C" __global__ void uniform_steps(const int *x, int *out, int n, int rounds) {
@@ -596,10 +596,10 @@ def test_loads_through_a_lane0_address_prefetch_the_round_after_next(modules):
 
     assert "@llvm.prefetch.p0" in body("ru1.uneven_counts") and "%pfv = phi i1" in body("ru1.uneven_counts")
     assert "@llvm.prefetch" not in body("ru1.uniform_steps")
-    saved = round_loops.PREFETCH
-    round_loops.PREFETCH = False
+    saved = round_loops.PREFETCH, block_prefetch.ENABLED
+    round_loops.PREFETCH = block_prefetch.ENABLED = False     # (the next block's lines: block_prefetch.py)
     try:
         off = ptx.compile(NVCC_PTX + "\n// no prefetch\n").ir
     finally:
-        round_loops.PREFETCH = saved
+        round_loops.PREFETCH, block_prefetch.ENABLED = saved
     assert "@llvm.prefetch" not in off and "\nround:" in off

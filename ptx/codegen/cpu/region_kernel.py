@@ -8,7 +8,7 @@ from ptx.codegen import function_emitter as FE
 from ptx.passes.liveness import defs_uses
 from ptx.codegen.cpu import lockstep
 from ptx.codegen.cpu.lockstep import checked_site, lowest_waiting, soft_dispatch
-from ptx.codegen.cpu import affine, round_loops, warp_chain
+from ptx.codegen.cpu import affine, block_prefetch, round_loops, warp_chain
 from ptx.codegen.cpu.block_abi import BLOCK_COORDS, BLOCK_FN_ENTRY, BLOCK_NEXT
 from ptx.codegen.cpu.region_loops import TX_LOOP_MD, emit_region_fn, emit_remat_fn
 from ptx.codegen.cpu import regions
@@ -225,6 +225,11 @@ gfail:
         rng_alloca = "  %rng = alloca [2 x i32], align 8\n"
         range_init = ("  store i32 0, ptr %rng\n  %rhi = getelementptr i32, ptr %rng, i64 1\n"
                       "  store i32 %n, ptr %rhi\n")
+    pf_sites = block_prefetch.find_sites(flat, remat, sync_em.is_register) if block_prefetch.ENABLED else []
+    pf_call = ""
+    if pf_sites:
+        region_fns.append(block_prefetch.emit_prefetch_fn(func, flat, mctx, remat, pf_sites, sync_em.is_register))
+        pf_call = block_prefetch.call_line(func.name)
     block_fn = f"""define i32 {sym}(ptr %L, i64 %first, i64 %last, ptr %W) {{
 entry:
 {rng_alloca}{BLOCK_FN_ENTRY}  %nxy = mul i32 %bx, %by
@@ -238,7 +243,7 @@ entry:
   br i1 %ne, label %head, label %done
 head:
   %b = phi i64 [ %first, %entry ], [ %b.next, %next ]
-{BLOCK_COORDS}{range_init}  %r0 = {call.format(func.name, 0)}
+{BLOCK_COORDS}{range_init}{pf_call}  %r0 = {call.format(func.name, 0)}
   br label %disp
 {reg_blocks}disp:
   %s = phi i32 {incoming}
