@@ -78,6 +78,39 @@ def test_which_loads_are_prefetched():
     assert gat.count("call void @llvm.prefetch.p0(") == 1
 
 
+# a barrier-free kernel over a 2D image: blocks of a grid row run in groups (cpu/thread_loops.emit_group_loops), and
+# the next group's rows are prefetched while one runs (its results: test_exit_guards.py::test_2d_guard)
+IMAGE = """
+.visible .entry img(.param .u64 src, .param .u64 dst, .param .u32 w)
+{
+  .reg .b32 %r<12>; .reg .b64 %rd<8>;
+  ld.param.u64 %rd1, [src]; ld.param.u64 %rd2, [dst]; ld.param.u32 %r1, [w];
+  mov.u32 %r2, %ctaid.x; mov.u32 %r3, %ntid.x; mov.u32 %r4, %tid.x; mad.lo.s32 %r5, %r2, %r3, %r4;
+  mov.u32 %r6, %ctaid.y; mov.u32 %r7, %ntid.y; mov.u32 %r8, %tid.y; mad.lo.s32 %r9, %r6, %r7, %r8;
+  mad.lo.s32 %r10, %r9, %r1, %r5; mul.wide.u32 %rd3, %r10, 4;
+  add.s64 %rd4, %rd1, %rd3; ld.global.u32 %r11, [%rd4]; add.u32 %r11, %r11, 7;
+  add.s64 %rd5, %rd2, %rd3; st.global.u32 [%rd5], %r11;
+  ret;
+}
+"""
+
+
+def test_groups_of_blocks_prefetch_the_next_group():
+    ir = _ir(IMAGE)
+    assert 'define internal void @"pf.img"' in ir and "%pf.cx = add i32 %ctaid.x, %gn" in ir
+
+
+# 13 blocks a grid row: a group of 8, then one of 5 whose next group is past the row's end
+@pytest.mark.parametrize("w,h,block", [(256, 64, (16, 16, 1)), (208, 48, (16, 16, 1)), (96, 12, (32, 4, 1))])
+def test_image_results(rng, w, h, block):
+    k = ptx.compile(HEADER + IMAGE, target="host").kernel("img")
+    grid = (w // block[0], h // block[1], 1)
+    src = rng.integers(0, 1 << 30, (h, w), dtype=np.uint32)
+    dst = poison((h, w), np.uint32, rng)
+    k.launch(grid, block, [src, dst, w])
+    assert np.array_equal(dst, src + np.uint32(7))
+
+
 def test_disabled_leaves_no_prefetch(monkeypatch):
     monkeypatch.setattr(block_prefetch, "ENABLED", False)
     assert "pf.red" not in _ir(REDUCE)

@@ -11,7 +11,9 @@ from ptx.codegen.function_emitter import FunctionEmitter
 from ptx.codegen.cpu.thread_loops import GROUP_BLOCKS, THREAD_START, emit_group_loops, emit_thread_loops
 from ptx.codegen.cpu.lockstep import with_yields
 from ptx.passes.sync_points import sync_kind
+from ptx.codegen.cpu import block_prefetch
 from ptx.codegen.cpu.block_abi import store_undef_regs
+from ptx.codegen.cpu.uniform import rematerializable
 from ptx.codegen.cpu.region_kernel import emit_region_kernel
 from ptx.codegen.cpu.scheduler import FALLBACK_ENTRY, emit_barrier_block_fn, emit_sync_thread, emit_warp_block_fn
 from ptx.codegen.module_context import (ModuleContext, assemble, kernel_shared_layout, layout_params, llvm_name,
@@ -157,6 +159,7 @@ def emit_fast_kernel(func, flat, mctx, sym, group=False):
     f.emit("%ctaid.y = trunc i64 %by.r to i32")
     f.emit("%ctaid.z = trunc i64 %bz.r to i32")
     step = "1"
+    pf_fn = None
     if group:
         # the blocks left in this grid row and in the range, at most GROUP_BLOCKS
         f.emit("%grow = sub i64 %gx64, %bx.r")
@@ -165,7 +168,22 @@ def emit_fast_kernel(func, flat, mctx, sym, group=False):
         f.emit(f"%gn64 = call i64 @llvm.umin.i64(i64 %gmin, i64 {GROUP_BLOCKS})")
         f.emit("%gn = trunc i64 %gn64 to i32")
         mctx.declare("declare i64 @llvm.umin.i64(i64, i64)")
-        emit_group_loops(em, "blk.head", (bx, by, bz), "blk.latch", "%gn")
+        remat = rematerializable(flat.body, em.is_register) if block_prefetch.ENABLED else {}
+        pf_sites = block_prefetch.find_sites(flat, remat, em.is_register)
+        start = "blk.head"
+        if pf_sites:
+            # blocks of several rows of threads: the next group's lines while this one runs (a 16x16 block's rows
+            # are short runs far apart, which the hardware prefetchers do not follow; a group of one row is one
+            # run a site, which they do, and there the calls cost: Black-Scholes 26 -> 28 ms)
+            pf_fn = block_prefetch.emit_prefetch_fn(func, flat, mctx, remat, pf_sites, em.is_register)
+            f.term("br i1 " + f.op(f"icmp ugt i32 {by}, 1") + ", label %pf.call, label %pf.skip")
+            f.label("pf.call")
+            f.emit("%pf.cx = add i32 %ctaid.x, %gn")
+            f.emit(f'call void @"pf.{func.name}"(ptr %L, ptr %W, i32 %pf.cx, i32 %ctaid.y, i32 %ctaid.z, i32 %gn)')
+            f.term("br label %pf.skip")
+            f.label("pf.skip")
+            start = "pf.skip"
+        emit_group_loops(em, start, (bx, by, bz), "blk.latch", "%gn")
         step = "%gn64"
     else:
         emit_thread_loops(em, "blk.head", (bx, by, bz), "blk.latch")
@@ -178,4 +196,5 @@ def emit_fast_kernel(func, flat, mctx, sym, group=False):
     undef = store_undef_regs(em)
     f.lines = [x for line in f.lines for x in (undef if line is THREAD_START else (line,))]
     header = f"define i32 {sym}(ptr %L, i64 %first, i64 %last, ptr %W) {{"
-    return assemble(header, em, ["  br label %blk.pre"], f.lines, []), local_bytes
+    text = assemble(header, em, ["  br label %blk.pre"], f.lines, [])
+    return (text + "\n" + pf_fn if pf_fn else text), local_bytes

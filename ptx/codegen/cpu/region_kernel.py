@@ -229,7 +229,9 @@ gfail:
     pf_call = ""
     if pf_sites:
         region_fns.append(block_prefetch.emit_prefetch_fn(func, flat, mctx, remat, pf_sites, sync_em.is_register))
-        pf_call = block_prefetch.call_line(func.name)
+        mctx.declare("declare i32 @llvm.umax.i32(i32, i32)")
+        mctx.declare("declare i32 @llvm.umin.i32(i32, i32)")
+        pf_call = block_prefetch.ahead_call(func.name, pf_sites, "%bx")
     block_fn = f"""define i32 {sym}(ptr %L, i64 %first, i64 %last, ptr %W) {{
 entry:
 {rng_alloca}{BLOCK_FN_ENTRY}  %nxy = mul i32 %bx, %by
