@@ -102,15 +102,13 @@ void ptx_rt_register_kernel(uint64_t func, uint32_t static_shared, uint32_t fram
     }
     size_t i = reg_slot(func, reg_cap);
     while (reg[i].fn && reg[i].fn != func) i = (i + 1) & (reg_cap - 1);
-    if (!reg[i].fn) reg_count++;
-    if (reg[i].fn) {
-        reg[i].static_shared = static_shared;
-        reg[i].frame_bytes = frame_bytes;
-        reg[i].param_size = param_size;
-    } else {
-        reg[i] = (struct kernel_info){.fn = func, .static_shared = static_shared, .frame_bytes = frame_bytes,
-                                      .param_size = param_size};
+    if (!reg[i].fn) {               /* a new entry; registering again keeps the hints and the launches' timings */
+        reg_count++;
+        reg[i] = (struct kernel_info){.fn = func};
     }
+    reg[i].static_shared = static_shared;
+    reg[i].frame_bytes = frame_bytes;
+    reg[i].param_size = param_size;
     pthread_rwlock_unlock(&reg_lock);
 }
 

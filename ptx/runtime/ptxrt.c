@@ -560,18 +560,22 @@ static int slot_prepare(struct slot *s, struct job *j) {
 
 /* ------------------------------------------------------------------ running blocks */
 
+/* The worker's next piece of the launch: `step` units from the shared counter, the first in *at; 0 once the units
+   (of `total`) are gone, the launch stops, or this helper gives its core back to a launcher that started since it
+   joined (launchers cannot be turned away, and a descheduled block holds its whole launch up). */
+static int take_next(struct slot *s, struct job *j, uint64_t step, uint64_t total, uint64_t *at) {
+    if (atomic_load_explicit(&j->st.stop, memory_order_relaxed)) return 0;
+    if (s->id && atomic_load_explicit(&P.running, memory_order_relaxed) > P.nworkers) return 0;
+    *at = atomic_fetch_add_explicit(&j->next, step, memory_order_relaxed);
+    return *at < total;
+}
+
 static void run_chunks(struct slot *s, struct job *j) {
     if (sigsetjmp(s->ft.jb, 0)) {    /* a block faulted (fault_handler jumped here): this worker stops */
         fault_record(j, s, &s->ft);
         return;
     }
-    for (;;) {
-        if (atomic_load_explicit(&j->st.stop, memory_order_relaxed)) return;
-        /* a helper gives its core back to a launcher that started since it joined (launchers cannot
-           be turned away, and a descheduled block holds its whole launch up) */
-        if (s->id && atomic_load_explicit(&P.running, memory_order_relaxed) > P.nworkers) return;
-        uint64_t b = atomic_fetch_add_explicit(&j->next, j->chunk, memory_order_relaxed);
-        if (b >= j->nblocks) return;
+    for (uint64_t b; take_next(s, j, j->chunk, j->nblocks, &b);) {
         uint64_t e = b + j->chunk < j->nblocks ? b + j->chunk : j->nblocks;
         pb_begin(s->pb, b);
         s->ft.first = b;
@@ -754,11 +758,7 @@ static void run_clusters(struct slot *s, struct job *j) {
         return;
     }
     struct cluster_run *cl = s->cl;
-    for (;;) {
-        if (atomic_load_explicit(&j->st.stop, memory_order_relaxed)) return;
-        if (s->id && atomic_load_explicit(&P.running, memory_order_relaxed) > P.nworkers) return;
-        uint64_t c = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
-        if (c >= j->nclusters) return;
+    for (uint64_t c; take_next(s, j, 1, j->nclusters, &c);) {
         for (uint32_t r = 0; r < j->csize; r++)
             join_cluster(group_fiber(s, j, r, cluster_block(j, c, r)), &cl->sync, r, j->csize);
         for (uint32_t left = j->csize; left;) {
@@ -788,11 +788,7 @@ static void run_interleaved(struct slot *s, struct job *j) {
         return;
     }
     struct cluster_run *cl = s->cl;
-    for (;;) {
-        if (atomic_load_explicit(&j->st.stop, memory_order_relaxed)) return;
-        if (s->id && atomic_load_explicit(&P.running, memory_order_relaxed) > P.nworkers) return;
-        uint64_t b = atomic_fetch_add_explicit(&j->next, j->group, memory_order_relaxed);
-        if (b >= j->nblocks) return;
+    for (uint64_t b; take_next(s, j, j->group, j->nblocks, &b);) {
         uint32_t n = b + j->group < j->nblocks ? j->group : (uint32_t)(j->nblocks - b);
         for (uint32_t r = 0; r < n; r++) group_fiber(s, j, r, b + r);
         cl->n = n;

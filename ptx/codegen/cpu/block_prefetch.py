@@ -21,7 +21,9 @@ MAX_ROWS = 32           # rows of threads (tid.y) a call prefetches for
 
 def find_sites(flat, remat, is_reg) -> list:
     """[(address base register, offset, bytes per thread)] of the body's global loads through a rematerialisable
-    register whose slope in %tid.x is 1 to 16 bytes (one per 64-byte line of a base)."""
+    register whose slope in %tid.x is 1 to 16 bytes (one per 64-byte line of a base); none where not ENABLED."""
+    if not ENABLED:
+        return []
     slopes = None
     out, seen = [], set()
     for st in flat.body:
@@ -55,6 +57,7 @@ def emit_prefetch_fn(func, flat, mctx, remat, sites, is_reg) -> str:
     f = em.f
     mctx.declare("declare void @llvm.prefetch.p0(ptr, i32, i32, i32)")
     mctx.declare("declare i32 @llvm.umin.i32(i32, i32)")
+    mctx.declare("declare i32 @llvm.umax.i32(i32, i32)")      # (ahead_call's)
     bx, by, gx = em.ntid(0), em.ntid(1), em.nctaid(0)
     inside = f.op(f"icmp ult i32 %ctaid.x, {gx}")
     f.term(f"br i1 {inside}, label %go, label %out")
@@ -82,7 +85,8 @@ def emit_prefetch_fn(func, flat, mctx, remat, sites, is_reg) -> str:
         f.label(f"pf.{n}")
         j = f"%pfj.{n}"
         f.emit(f"{j} = phi i64 [ 0, %pfpre.{n} ], [ %pfk.{n}, %pf.{n} ]")
-        f.emit("call void @llvm.prefetch.p0(ptr " + f.op(f"getelementptr i8, ptr {p}, i64 {j}") + ", i32 0, i32 3, i32 1)")
+        line = f.op(f"getelementptr i8, ptr {p}, i64 {j}")
+        f.emit(f"call void @llvm.prefetch.p0(ptr {line}, i32 0, i32 3, i32 1)")
         f.emit(f"%pfk.{n} = add i64 {j}, 64")
         f.term("br i1 " + f.op(f"icmp ult i64 %pfk.{n}, {ext}") + f", label %pf.{n}, label %pf.{n}.end")
         f.label(f"pf.{n}.end")
@@ -97,6 +101,11 @@ def emit_prefetch_fn(func, flat, mctx, remat, sites, is_reg) -> str:
     return assemble(header, em, region_entry(bx, by, em.ntid(2)), f.lines, [])
 
 
+def call(name, cx, cy, cz, nblk) -> str:
+    """The line calling emit_prefetch_fn's function for `nblk` blocks from (cx, cy, cz)."""
+    return f'  call void @"pf.{name}"(ptr %L, ptr %W, i32 {cx}, i32 {cy}, i32 {cz}, i32 {nblk})\n'
+
+
 def ahead_call(name, sites, bx) -> str:
     """A region kernel's block function's call at a block's start (after block_abi.BLOCK_COORDS): the block D
     ahead along x, D blocks covering AHEAD_BYTES of the sites' loads (1 to MAX_DISTANCE)."""
@@ -106,5 +115,4 @@ def ahead_call(name, sites, bx) -> str:
             f"  %pf.d0 = udiv i32 {AHEAD_BYTES}, %pf.s1\n"
             f"  %pf.d1 = call i32 @llvm.umax.i32(i32 %pf.d0, i32 1)\n"
             f"  %pf.d = call i32 @llvm.umin.i32(i32 %pf.d1, i32 {MAX_DISTANCE})\n"
-            f"  %pf.cx = add i32 %cx, %pf.d\n"
-            f'  call void @"pf.{name}"(ptr %L, ptr %W, i32 %pf.cx, i32 %cy, i32 %cz, i32 1)\n')
+            f"  %pf.cx = add i32 %cx, %pf.d\n" + call(name, "%pf.cx", "%cy", "%cz", 1))

@@ -168,7 +168,7 @@ def emit_fast_kernel(func, flat, mctx, sym, group=False):
         f.emit(f"%gn64 = call i64 @llvm.umin.i64(i64 %gmin, i64 {GROUP_BLOCKS})")
         f.emit("%gn = trunc i64 %gn64 to i32")
         mctx.declare("declare i64 @llvm.umin.i64(i64, i64)")
-        remat = rematerializable(flat.body, em.is_register) if block_prefetch.ENABLED else {}
+        remat = rematerializable(flat.body, em.is_register)
         pf_sites = block_prefetch.find_sites(flat, remat, em.is_register)
         start = "blk.head"
         if pf_sites:
@@ -179,7 +179,7 @@ def emit_fast_kernel(func, flat, mctx, sym, group=False):
             f.term("br i1 " + f.op(f"icmp ugt i32 {by}, 1") + ", label %pf.call, label %pf.skip")
             f.label("pf.call")
             f.emit("%pf.cx = add i32 %ctaid.x, %gn")
-            f.emit(f'call void @"pf.{func.name}"(ptr %L, ptr %W, i32 %pf.cx, i32 %ctaid.y, i32 %ctaid.z, i32 %gn)')
+            f.emit(block_prefetch.call(func.name, "%pf.cx", "%ctaid.y", "%ctaid.z", "%gn").strip())
             f.term("br label %pf.skip")
             f.label("pf.skip")
             start = "pf.skip"

@@ -100,7 +100,8 @@ def fallback_module(mctx, bodies):
 
 def build_host_ir(module: A.Module, fma_contract=False, memcheck=False, version_guards=True, block=None) -> HostIR:
     """version_guards: give bodies with exit guards a guard-free copy (see cpu/thread_loops.py; on every target:
-    AVX-512's one-instruction masked stores too cost a 64-bit index's vector add 1.5x, Zen 5); block: the (x, y, z) block every launch will have (ModuleContext.block)."""
+    AVX-512's one-instruction masked stores too cost a 64-bit index's vector add 1.5x, Zen 5); block: the
+    (x, y, z) block every launch will have (ModuleContext.block)."""
     mctx = ModuleContext(module, fma_contract, memcheck, version_guards)
     mctx.block = tuple(block) if block is not None else None
     mctx.lockstep = lockstep.ENABLED

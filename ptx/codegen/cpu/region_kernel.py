@@ -225,12 +225,10 @@ gfail:
         rng_alloca = "  %rng = alloca [2 x i32], align 8\n"
         range_init = ("  store i32 0, ptr %rng\n  %rhi = getelementptr i32, ptr %rng, i64 1\n"
                       "  store i32 %n, ptr %rhi\n")
-    pf_sites = block_prefetch.find_sites(flat, remat, sync_em.is_register) if block_prefetch.ENABLED else []
+    pf_sites = block_prefetch.find_sites(flat, remat, sync_em.is_register)
     pf_call = ""
     if pf_sites:
         region_fns.append(block_prefetch.emit_prefetch_fn(func, flat, mctx, remat, pf_sites, sync_em.is_register))
-        mctx.declare("declare i32 @llvm.umax.i32(i32, i32)")
-        mctx.declare("declare i32 @llvm.umin.i32(i32, i32)")
         pf_call = block_prefetch.ahead_call(func.name, pf_sites, "%bx")
     block_fn = f"""define i32 {sym}(ptr %L, i64 %first, i64 %last, ptr %W) {{
 entry:
